@@ -1,0 +1,60 @@
+//! Extended operations (RFC 4511 section 4.12): their OIDs and typed request and response
+//! values, one file each. A typed value implements [`ExtendedValue`].
+//!
+//! ```
+//! use larch_proto::exop::{ExtendedValue, PasswordModifyRequest};
+//! use larch_proto::{ExtendedRequest, LdapMessage, ProtocolOp};
+//! let pm = PasswordModifyRequest { user_identity: Some(b"uid=alice,dc=example,dc=com"), old_password: Some(b"old"), new_password: None };
+//! let mut value = Vec::new();
+//! let req = pm.to_request(&mut value);
+//! let mut pdu = Vec::new();
+//! LdapMessage::new(2, ProtocolOp::ExtendedRequest(req)).encode(&mut pdu);
+//! let ProtocolOp::ExtendedRequest(back) = LdapMessage::decode(&pdu).unwrap().op else { panic!() };
+//! assert_eq!(PasswordModifyRequest::decode_value(back.value).unwrap(), pm);
+//! ```
+
+mod cancel;
+mod notice;
+mod password_modify;
+mod whoami;
+
+pub use cancel::CancelRequest;
+pub use notice::{notice_of_disconnection, notice_with_code};
+pub use password_modify::{PasswordModifyRequest, PasswordModifyResponse};
+pub use whoami::WhoAmIResponse;
+
+use crate::error::Result;
+use crate::ops::ExtendedRequest;
+
+/// StartTLS (RFC 4511 section 4.14): request with no value; the response names it too.
+pub const START_TLS: &str = "1.3.6.1.4.1.1466.20037";
+/// "Who am I?" (RFC 4532): request with no value; the response value is the authzId.
+pub const WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
+/// Password Modify (RFC 3062).
+pub const PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
+/// Cancel (RFC 3909).
+pub const CANCEL: &str = "1.3.6.1.1.8";
+/// Notice of Disconnection (RFC 4511 section 4.4.1), an unsolicited notification.
+pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
+
+/// The typed value of an extended request or response.
+pub trait ExtendedValue<'a>: Sized {
+    /// The operation's OID.
+    const OID: &'static str;
+
+    /// Reads the typed value from a `requestValue` / `responseValue`.
+    fn decode_value(value: Option<&'a [u8]>) -> Result<Self>;
+
+    /// Writes the value into `out`; returns false when there is none.
+    fn encode_value(&self, out: &mut Vec<u8>) -> bool;
+
+    /// An ExtendedRequest carrying this value, encoded into `buf` (cleared first).
+    fn to_request<'b>(&self, buf: &'b mut Vec<u8>) -> ExtendedRequest<'b> {
+        buf.clear();
+        let has = self.encode_value(buf);
+        ExtendedRequest {
+            name: Self::OID.as_bytes(),
+            value: if has { Some(&buf[..]) } else { None },
+        }
+    }
+}
