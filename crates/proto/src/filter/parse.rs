@@ -71,7 +71,6 @@ pub(super) fn parse(s: &[u8]) -> PResult<OwnedFilter> {
     }; MAX_FILTER_DEPTH];
     let mut depth = 0usize;
     loop {
-        p.expect(b'(', "expected `(`")?;
         if depth > 0 {
             let parent = &mut stack[depth - 1];
             parent.children += 1;
@@ -79,6 +78,7 @@ pub(super) fn parse(s: &[u8]) -> PResult<OwnedFilter> {
                 return p.err("`!` takes exactly one filter");
             }
         }
+        p.expect(b'(', "expected `(`")?;
         match p.peek() {
             Some(c @ (b'&' | b'|' | b'!')) => {
                 if depth == MAX_FILTER_DEPTH {
@@ -178,7 +178,7 @@ fn item(p: &mut Parser<'_>, b: &mut FilterBuilder, end: usize) -> PResult<()> {
         return p.err("expected `=`, `~=`, `>=`, `<=` or `:` after the attribute");
     };
     match op {
-        b':' => return extensible(p, b, attr, end),
+        b':' => return extensible(p, b, attr, start, end),
         b'~' | b'>' | b'<' => {
             if attr.is_empty() {
                 return p.err("missing attribute description");
@@ -251,7 +251,13 @@ fn next_star(s: &[u8], mut i: usize, end: usize) -> usize {
 }
 
 /// `[attr][:dn][:rule]:=value`.
-fn extensible(p: &mut Parser<'_>, b: &mut FilterBuilder, attr: &[u8], end: usize) -> PResult<()> {
+fn extensible(
+    p: &mut Parser<'_>,
+    b: &mut FilterBuilder,
+    attr: &[u8],
+    start: usize,
+    end: usize,
+) -> PResult<()> {
     let mut dn = false;
     let mut rule: Option<&[u8]> = None;
     loop {
@@ -260,11 +266,11 @@ fn extensible(p: &mut Parser<'_>, b: &mut FilterBuilder, attr: &[u8], end: usize
             p.pos += 1;
             break;
         }
-        let start = p.pos;
+        let token_start = p.pos;
         while p.pos < end && is_attr_char(p.s[p.pos]) {
             p.pos += 1;
         }
-        let token = &p.s[start..p.pos];
+        let token = &p.s[token_start..p.pos];
         if token.is_empty() {
             return p.err("expected `dn`, a matching rule or `=` after `:`");
         }
@@ -277,6 +283,7 @@ fn extensible(p: &mut Parser<'_>, b: &mut FilterBuilder, attr: &[u8], end: usize
         }
     }
     if attr.is_empty() && rule.is_none() {
+        p.pos = start;
         return p.err("an extensible match needs an attribute, a matching rule or both");
     }
     let value = unescape(p, end)?;
