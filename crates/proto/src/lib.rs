@@ -34,6 +34,8 @@
 //! assert_eq!(seen, 2);
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod ber;
 pub mod controls;
 mod error;

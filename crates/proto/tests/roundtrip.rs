@@ -1079,3 +1079,15 @@ fn framing_refuses_before_buffering() {
         DecodeErrorKind::PduTooLarge { .. }
     ));
 }
+
+#[test]
+fn filters_with_descriptions_no_string_can_express_never_print_as_another_filter() {
+    // Found by the decode_pdu fuzz target: a presence test on "objectClas~" printed as
+    // "(objectClas~=*)", which reads as an approximate match.
+    let f = Filter::from_ber(b"\x87\x0bobjectClas~").unwrap();
+    let text = f.to_string();
+    assert_eq!(text, "(objectClas\\7e=*)");
+    assert!(OwnedFilter::parse(&text).is_err());
+    let f = Filter::from_ber(b"\xa3\x08\x04\x03a=b\x04\x01c").unwrap();
+    assert_eq!(f.to_string(), "(a\\3db=c)");
+}

@@ -129,10 +129,13 @@ fn write_node<'a>(
     Ok(None)
 }
 
-/// Attribute descriptions are ASCII by grammar; anything else is shown hex-escaped.
+/// Attribute descriptions and rule names are written as they are when every octet is one
+/// the RFC 4515 grammar allows there; any other octet is shown hex-escaped, so the text can
+/// never read as a different filter (`~` in a description would otherwise turn a presence
+/// test into an approximate match).
 fn attr(f: &mut fmt::Formatter<'_>, d: &[u8]) -> fmt::Result {
     for &c in d {
-        if c.is_ascii_graphic() && !matches!(c, b'(' | b')' | b'*' | b'\\') {
+        if super::parse::is_attr_char(c) {
             f.write_char(c as char)?;
         } else {
             write!(f, "\\{c:02x}")?;

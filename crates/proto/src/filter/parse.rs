@@ -163,7 +163,7 @@ fn item_end(p: &Parser<'_>) -> PResult<usize> {
     })
 }
 
-fn is_attr_char(c: u8) -> bool {
+pub(super) fn is_attr_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'-' | b';' | b'.' | b'_')
 }
 
