@@ -57,7 +57,8 @@ pub enum DecodeErrorKind {
         /// The decoded value.
         value: i64,
     },
-    /// Octets left over after the last element of a SEQUENCE.
+    /// Octets after the last element that are not themselves a well-formed element (or,
+    /// where nothing may follow, any octets at all).
     #[error("unexpected data after the last element")]
     TrailingData,
     /// A NULL with content.

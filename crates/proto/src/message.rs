@@ -292,7 +292,7 @@ impl<'a> LdapMessage<'a> {
             Some(c) => Some(SeqOf::decode_contents(c)?),
             None => None,
         };
-        r.finish("LDAPMessage")?;
+        r.finish_sequence("LDAPMessage")?;
         Ok(LdapMessage {
             message_id,
             op,

@@ -172,7 +172,7 @@ impl<'a> LdapResult<'a> {
     pub(crate) fn decode_contents(contents: &'a [u8], ctx: &'static str) -> Result<Self> {
         let mut r = Reader::new(contents);
         let result = Self::decode_from(&mut r)?;
-        r.finish(ctx)?;
+        r.finish_sequence(ctx)?;
         Ok(result)
     }
 }

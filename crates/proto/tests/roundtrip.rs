@@ -233,6 +233,9 @@ fn every_filter_kind_round_trips_through_ber_and_rfc4515() {
         "(cn=*end)",
         "(cn=start*)",
         "(cn=a*b*c*d)",
+        "(cn=**)",
+        "(cn=a**b)",
+        "(objectclass=*t*t**)",
         "(&)",
         "(|)",
         "(!(&))",
@@ -308,7 +311,6 @@ fn string_filter_errors_name_the_offset() {
         ("(=a)", 1),
         ("(cn~a)", 4),
         ("(:=x)", 1),
-        ("(cn=**)", 6),
         ("", 0),
         ("(&(a=1)", 7),
     ] {
@@ -1005,8 +1007,8 @@ fn decode_errors_carry_the_message_id_and_say_what_was_wrong() {
         e.to_string(),
         "LDAPMessage.protocolOp: 0x5e is not an LDAP operation"
     );
-    // Trailing garbage after the controls.
-    let e = LdapMessage::decode(&[0x30, 0x07, 0x02, 0x01, 0x03, 0x42, 0x00, 0x05, 0x00]).unwrap_err();
+    // Octets after the operation that do not form an element (a NULL declaring 5 octets).
+    let e = LdapMessage::decode(&[0x30, 0x08, 0x02, 0x01, 0x03, 0x42, 0x00, 0x05, 0x05, 0x00]).unwrap_err();
     assert_eq!((e.kind, e.message_id), (DecodeErrorKind::TrailingData, Some(3)));
     // Negative message ID: no ID to answer with.
     let e = LdapMessage::decode(&[0x30, 0x05, 0x02, 0x01, 0xff, 0x42, 0x00]).unwrap_err();
@@ -1090,4 +1092,54 @@ fn filters_with_descriptions_no_string_can_express_never_print_as_another_filter
     assert!(OwnedFilter::parse(&text).is_err());
     let f = Filter::from_ber(b"\xa3\x08\x04\x03a=b\x04\x01c").unwrap();
     assert_eq!(f.to_string(), "(a\\3db=c)");
+}
+
+/// RFC 4511 section 4: "clients and servers MUST (unless otherwise specified) ignore
+/// trailing SEQUENCE components whose tags they do not recognize."
+#[test]
+fn unknown_trailing_sequence_components_are_ignored() {
+    let cases: [(&[u8], &str); 5] = [
+        (
+            &[0x30, 0x07, 0x02, 0x01, 0x03, 0x42, 0x00, 0x05, 0x00],
+            "LDAPMessage",
+        ),
+        (
+            &[
+                0x30, 0x0e, 0x02, 0x01, 0x01, 0x60, 0x09, 0x02, 0x01, 0x03, 0x04, 0x00, 0x80, 0x00, 0x89,
+                0x00,
+            ],
+            "BindRequest",
+        ),
+        (
+            &[
+                0x30, 0x0e, 0x02, 0x01, 0x01, 0x6b, 0x09, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00, 0x89,
+                0x00,
+            ],
+            "DelResponse",
+        ),
+        (
+            &[
+                0x30, 0x0e, 0x02, 0x01, 0x01, 0x42, 0x00, 0xa0, 0x07, 0x30, 0x05, 0x04, 0x01, 0x31, 0x89,
+                0x00,
+            ],
+            "Control",
+        ),
+        (
+            &[
+                0x30, 0x0c, 0x02, 0x01, 0x01, 0x77, 0x07, 0x80, 0x03, 0x31, 0x2e, 0x32, 0x89, 0x00,
+            ],
+            "ExtendedRequest",
+        ),
+    ];
+    for (pdu, what) in cases {
+        let msg = LdapMessage::decode(pdu).unwrap_or_else(|e| panic!("{what}: {e}"));
+        // What was understood survives re-encoding. (Components of the message's own
+        // SEQUENCEs are dropped; lists decoded as BER, such as controls, are copied as is.)
+        let mut again = Vec::new();
+        msg.encode(&mut again);
+        assert_eq!(LdapMessage::decode(&again).unwrap(), msg, "{what}");
+    }
+    // A filter is a CHOICE, not a SEQUENCE: octets after it inside an and are a child.
+    let f = OwnedFilter::parse("(&(a=1))").unwrap();
+    assert_eq!(f.as_filter().to_string(), "(&(a=1))");
 }

@@ -161,7 +161,24 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Fails with [`DecodeErrorKind::TrailingData`] unless every octet was read.
+    /// Ends the contents of a SEQUENCE: skips any further components, which must be
+    /// well-formed elements, as RFC 4511 section 4 requires ("clients and servers MUST
+    /// (unless otherwise specified) ignore trailing SEQUENCE components whose tags they do
+    /// not recognize"). Octets that do not form elements are refused with
+    /// [`DecodeErrorKind::TrailingData`].
+    #[inline]
+    pub fn finish_sequence(&self, ctx: &'static str) -> Result<()> {
+        let mut rest = *self;
+        while !rest.is_empty() {
+            rest.read_any(ctx)
+                .map_err(|_| DecodeError::new(DecodeErrorKind::TrailingData, ctx))?;
+        }
+        Ok(())
+    }
+
+    /// Fails with [`DecodeErrorKind::TrailingData`] unless every octet was read. For the
+    /// end of a SEQUENCE's contents use [`Reader::finish_sequence`]; this strict form is for
+    /// the end of a PDU, of an OCTET STRING-wrapped value, or of a single filter.
     #[inline]
     pub fn finish(&self, ctx: &'static str) -> Result<()> {
         if self.buf.is_empty() {

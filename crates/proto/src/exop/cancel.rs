@@ -27,7 +27,7 @@ impl<'a> ExtendedValue<'a> for CancelRequest {
             i64::from(MAX_MESSAGE_ID),
             "CancelRequest.cancelID",
         )?;
-        r.finish(CTX)?;
+        r.finish_sequence(CTX)?;
         Ok(CancelRequest {
             cancel_id: id as MessageId,
         })

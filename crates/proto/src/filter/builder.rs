@@ -165,7 +165,7 @@ impl FilterBuilder {
         self
     }
 
-    /// `(description=initial*any1*any2*final)`; empty `any` parts are skipped.
+    /// `(description=initial*any1*any2*final)`, with the parts exactly as given.
     pub fn substrings(
         &mut self,
         description: &[u8],

@@ -262,7 +262,7 @@ impl<'a> AttributeValueAssertion<'a> {
         let mut r = Reader::new(c);
         let description = r.read_octets(tag::OCTET_STRING, ctx)?;
         let value = r.read_octets(tag::OCTET_STRING, ctx)?;
-        r.finish(ctx)?;
+        r.finish_sequence(ctx)?;
         Ok(AttributeValueAssertion { description, value })
     }
 
@@ -301,7 +301,7 @@ impl<'a> SubstringFilter<'a> {
         let mut r = Reader::new(c);
         let description = r.read_octets(tag::OCTET_STRING, "SubstringFilter.type")?;
         let substrings = SeqOf::decode_contents(r.read(tag::SEQUENCE, "SubstringFilter.substrings")?)?;
-        r.finish("SubstringFilter")?;
+        r.finish_sequence("SubstringFilter")?;
         Ok(SubstringFilter {
             description,
             substrings,
@@ -321,7 +321,7 @@ impl<'a> MatchingRuleAssertion<'a> {
             }
             _ => false,
         };
-        r.finish("MatchingRuleAssertion")?;
+        r.finish_sequence("MatchingRuleAssertion")?;
         Ok(MatchingRuleAssertion {
             rule,
             description,

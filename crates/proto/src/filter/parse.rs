@@ -224,16 +224,15 @@ fn equality_or_substrings(p: &mut Parser<'_>, b: &mut FilterBuilder, attr: &[u8]
         b.equality(attr, &parts[0]);
         return Ok(());
     }
+    // RFC 4515: `[initial] any [final]` where every `any` value may be empty (libldap
+    // encodes `(cn=a**b)` with an empty `any`, so Larch keeps it too); an empty initial or
+    // final is simply absent.
     let last = parts.len() - 1;
     let initial = Some(parts[0].as_slice()).filter(|v| !v.is_empty());
     let final_ = Some(parts[last].as_slice()).filter(|v| !v.is_empty());
-    let any: Vec<&[u8]> = parts[1..last]
-        .iter()
-        .map(Vec::as_slice)
-        .filter(|v| !v.is_empty())
-        .collect();
+    let any: Vec<&[u8]> = parts[1..last].iter().map(Vec::as_slice).collect();
     if initial.is_none() && final_.is_none() && any.is_empty() {
-        return p.err("a substring filter needs at least one non-empty part");
+        return p.err("a substring filter needs at least one part");
     }
     b.substrings(attr, initial, &any, final_);
     Ok(())

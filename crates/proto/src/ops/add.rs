@@ -39,7 +39,7 @@ impl<'a> AddRequest<'a> {
                 "AddRequest.attributes.vals",
             ));
         }
-        r.finish("AddRequest")?;
+        r.finish_sequence("AddRequest")?;
         Ok(AddRequest { entry, attributes })
     }
 

@@ -68,7 +68,7 @@ impl<'a> BindRequest<'a> {
                 let mut s = Reader::new(contents);
                 let mechanism = s.read_octets(tag::OCTET_STRING, "SaslCredentials.mechanism")?;
                 let credentials = s.read_optional(tag::OCTET_STRING, "SaslCredentials.credentials")?;
-                s.finish("SaslCredentials")?;
+                s.finish_sequence("SaslCredentials")?;
                 Authentication::Sasl {
                     mechanism,
                     credentials,
@@ -76,7 +76,7 @@ impl<'a> BindRequest<'a> {
             }
             _ => Authentication::Other { tag: t, contents },
         };
-        r.finish("BindRequest")?;
+        r.finish_sequence("BindRequest")?;
         Ok(BindRequest {
             version,
             name,
@@ -127,7 +127,7 @@ impl<'a> BindResponse<'a> {
         let mut r = Reader::new(c);
         let result = LdapResult::decode_from(&mut r)?;
         let server_sasl_creds = r.read_optional(SERVER_SASL_CREDS_TAG, "BindResponse.serverSaslCreds")?;
-        r.finish("BindResponse")?;
+        r.finish_sequence("BindResponse")?;
         Ok(BindResponse {
             result,
             server_sasl_creds,

@@ -30,7 +30,7 @@ impl<'a> CompareRequest<'a> {
             r.read(tag::SEQUENCE, "CompareRequest.ava")?,
             "CompareRequest.ava",
         )?;
-        r.finish("CompareRequest")?;
+        r.finish_sequence("CompareRequest")?;
         Ok(CompareRequest { entry, ava })
     }
 

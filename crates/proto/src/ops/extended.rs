@@ -32,7 +32,7 @@ impl<'a> ExtendedRequest<'a> {
         let mut r = Reader::new(c);
         let name = r.read_octets(REQUEST_NAME, "ExtendedRequest.requestName")?;
         let value = r.read_optional(REQUEST_VALUE, "ExtendedRequest.requestValue")?;
-        r.finish("ExtendedRequest")?;
+        r.finish_sequence("ExtendedRequest")?;
         Ok(ExtendedRequest { name, value })
     }
 
@@ -72,7 +72,7 @@ impl<'a> ExtendedResponse<'a> {
         let result = LdapResult::decode_from(&mut r)?;
         let name = r.read_optional(RESPONSE_NAME, "ExtendedResponse.responseName")?;
         let value = r.read_optional(RESPONSE_VALUE, "ExtendedResponse.responseValue")?;
-        r.finish("ExtendedResponse")?;
+        r.finish_sequence("ExtendedResponse")?;
         Ok(ExtendedResponse { result, name, value })
     }
 
@@ -109,7 +109,7 @@ impl<'a> IntermediateResponse<'a> {
         let mut r = Reader::new(c);
         let name = r.read_optional(INTERMEDIATE_NAME, "IntermediateResponse.responseName")?;
         let value = r.read_optional(INTERMEDIATE_VALUE, "IntermediateResponse.responseValue")?;
-        r.finish("IntermediateResponse")?;
+        r.finish_sequence("IntermediateResponse")?;
         Ok(IntermediateResponse { name, value })
     }
 

@@ -42,7 +42,7 @@ impl<'a> Element<'a> for Change<'a> {
         };
         let modification =
             PartialAttribute::decode(&mut c).map_err(|e| e.within("ModifyRequest.change.modification"))?;
-        c.finish("ModifyRequest.change")?;
+        c.finish_sequence("ModifyRequest.change")?;
         Ok(Change {
             operation,
             modification,
@@ -84,7 +84,7 @@ impl<'a> ModifyRequest<'a> {
         let mut r = Reader::new(c);
         let object = r.read_octets(tag::OCTET_STRING, "ModifyRequest.object")?;
         let changes = SeqOf::decode_contents(r.read(tag::SEQUENCE, "ModifyRequest.changes")?)?;
-        r.finish("ModifyRequest")?;
+        r.finish_sequence("ModifyRequest")?;
         Ok(ModifyRequest { object, changes })
     }
 

@@ -107,7 +107,7 @@ impl<'a> SearchRequest<'a> {
         let filter = Filter::decode(&mut r)?;
         let attrs = r.read(tag::SEQUENCE, "SearchRequest.attributes")?;
         let attributes = SeqOf::decode_contents(attrs).map_err(|e| e.within("SearchRequest.attributes"))?;
-        r.finish("SearchRequest")?;
+        r.finish_sequence("SearchRequest")?;
         Ok(SearchRequest {
             base,
             scope,
