@@ -61,6 +61,12 @@ pub enum DecodeErrorKind {
     /// where nothing may follow, any octets at all).
     #[error("unexpected data after the last element")]
     TrailingData,
+    /// A component of this SEQUENCE out of place, repeated, or in the wrong form.
+    #[error("tag 0x{tag:02x} belongs to this element but is out of place, repeated or in the wrong form")]
+    MisplacedComponent {
+        /// The tag that was present.
+        tag: u8,
+    },
     /// A NULL with content.
     #[error("a NULL must be empty")]
     InvalidNull,

@@ -292,7 +292,11 @@ impl<'a> LdapMessage<'a> {
             Some(c) => Some(SeqOf::decode_contents(c)?),
             None => None,
         };
-        r.finish_sequence("LDAPMessage")?;
+        r.finish_sequence_where("LDAPMessage", |t| {
+            t & !tag::CONSTRUCTED == tag::INTEGER
+                || t & tag::CLASS_MASK == tag::APPLICATION
+                || t | tag::CONSTRUCTED == CONTROLS_TAG
+        })?;
         Ok(LdapMessage {
             message_id,
             op,

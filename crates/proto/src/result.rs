@@ -100,6 +100,9 @@ impl fmt::Display for ResultCode {
 /// Tag of the optional referral inside an LDAPResult (`[3]`, constructed).
 pub const REFERRAL_TAG: u8 = tag::context_constructed(3);
 
+/// The tags of the LDAPResult components, which every response SEQUENCE starts with.
+pub(crate) const RESULT_COMPONENTS: [u8; 3] = [tag::ENUMERATED, tag::OCTET_STRING, REFERRAL_TAG];
+
 /// `LDAPResult`: the common part of every response.
 ///
 /// ```
@@ -172,7 +175,7 @@ impl<'a> LdapResult<'a> {
     pub(crate) fn decode_contents(contents: &'a [u8], ctx: &'static str) -> Result<Self> {
         let mut r = Reader::new(contents);
         let result = Self::decode_from(&mut r)?;
-        r.finish_sequence(ctx)?;
+        r.finish_sequence(ctx, &RESULT_COMPONENTS)?;
         Ok(result)
     }
 }

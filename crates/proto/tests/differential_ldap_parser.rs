@@ -1369,13 +1369,14 @@ fn both_ignore_unknown_trailing_sequence_components_rfc4511_s4() {
                 0x00,
             ],
         ),
-        // SearchRequest { "", base, never, 0, 0, FALSE, (objectClass=*), {}, [9] '' }.
+        // SearchRequest { "", base, never, 0, 0, FALSE, (objectClass=*), {}, [15] '' }. ([9]
+        // would not do: it is the extensibleMatch filter tag, a SearchRequest component.)
         (
             "SearchRequest",
             &[
                 0x30, 0x27, 0x02, 0x01, 0x01, 0x63, 0x22, 0x04, 0x00, 0x0a, 0x01, 0x00, 0x0a, 0x01, 0x00,
                 0x02, 0x01, 0x00, 0x02, 0x01, 0x00, 0x01, 0x01, 0x00, 0x87, 0x0b, b'o', b'b', b'j', b'e',
-                b'c', b't', b'C', b'l', b'a', b's', b's', 0x30, 0x00, 0x89, 0x00,
+                b'c', b't', b'C', b'l', b'a', b's', b's', 0x30, 0x00, 0x8f, 0x00,
             ],
         ),
         // Control { "1", FALSE omitted, no value, [9] '' } on an UnbindRequest.

@@ -1092,6 +1092,14 @@ fn filters_with_descriptions_no_string_can_express_never_print_as_another_filter
     assert!(OwnedFilter::parse(&text).is_err());
     let f = Filter::from_ber(b"\xa3\x08\x04\x03a=b\x04\x01c").unwrap();
     assert_eq!(f.to_string(), "(a\\3db=c)");
+    // Substrings of only an empty initial and/or final must not print as a presence test.
+    for ber in [
+        &b"\xa4\x07\x04\x01a\x30\x02\x80\x00"[..],
+        b"\xa4\x09\x04\x01a\x30\x04\x80\x00\x82\x00",
+    ] {
+        let f = Filter::from_ber(ber).unwrap();
+        assert_eq!(f.to_string(), "(a=**)");
+    }
 }
 
 /// RFC 4511 section 4: "clients and servers MUST (unless otherwise specified) ignore

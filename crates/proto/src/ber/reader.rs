@@ -161,17 +161,37 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Ends the contents of a SEQUENCE: skips any further components, which must be
-    /// well-formed elements, as RFC 4511 section 4 requires ("clients and servers MUST
-    /// (unless otherwise specified) ignore trailing SEQUENCE components whose tags they do
-    /// not recognize"). Octets that do not form elements are refused with
-    /// [`DecodeErrorKind::TrailingData`].
+    /// Ends the contents of a SEQUENCE whose components carry the tags in `components`.
+    ///
+    /// RFC 4511 section 4: "clients and servers MUST (unless otherwise specified) ignore
+    /// trailing SEQUENCE components whose tags they do not recognize." So further elements
+    /// are skipped when their tag is not one of this SEQUENCE's own (compared by class and
+    /// number, either form); a known tag out of place, repeated or in the wrong form is
+    /// refused with [`DecodeErrorKind::MisplacedComponent`], because skipping it would
+    /// change the meaning (a constructed `newSuperior` would turn a move into a rename).
+    /// Octets that do not form elements are refused with [`DecodeErrorKind::TrailingData`].
     #[inline]
-    pub fn finish_sequence(&self, ctx: &'static str) -> Result<()> {
+    pub fn finish_sequence(&self, ctx: &'static str, components: &[u8]) -> Result<()> {
+        self.finish_sequence_where(ctx, |t| {
+            components
+                .iter()
+                .any(|&k| (k | tag::CONSTRUCTED) == (t | tag::CONSTRUCTED))
+        })
+    }
+
+    /// [`Reader::finish_sequence`] with a predicate saying which tags are recognized.
+    pub fn finish_sequence_where(&self, ctx: &'static str, recognized: impl Fn(u8) -> bool) -> Result<()> {
         let mut rest = *self;
         while !rest.is_empty() {
-            rest.read_any(ctx)
+            let (t, _, _) = rest
+                .read_any(ctx)
                 .map_err(|_| DecodeError::new(DecodeErrorKind::TrailingData, ctx))?;
+            if recognized(t) {
+                return Err(DecodeError::new(
+                    DecodeErrorKind::MisplacedComponent { tag: t },
+                    ctx,
+                ));
+            }
         }
         Ok(())
     }

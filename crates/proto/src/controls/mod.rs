@@ -54,7 +54,7 @@ impl<'a> Element<'a> for Control<'a> {
             _ => false,
         };
         let value = c.read_optional(tag::OCTET_STRING, "Control.controlValue")?;
-        c.finish_sequence("Control")?;
+        c.finish_sequence("Control", &[tag::OCTET_STRING, tag::BOOLEAN])?;
         Ok(Control { oid, critical, value })
     }
 

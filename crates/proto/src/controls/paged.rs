@@ -22,7 +22,7 @@ impl<'a> ControlValue<'a> for PagedResults<'a> {
         let (outer, mut r) = sequence(value, CTX)?;
         let size = r.read_integer_in(tag::INTEGER, 0, i64::from(i32::MAX), "PagedResults.size")? as u32;
         let cookie = r.read_octets(tag::OCTET_STRING, "PagedResults.cookie")?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[tag::INTEGER, tag::OCTET_STRING])?;
         outer.finish(CTX)?;
         Ok(PagedResults { size, cookie })
     }

@@ -31,7 +31,7 @@ impl<'a> Element<'a> for SortKey<'a> {
             Some(REVERSE_ORDER) => k.read_bool(REVERSE_ORDER, "SortKey.reverseOrder")?,
             _ => false,
         };
-        k.finish_sequence("SortKey")?;
+        k.finish_sequence("SortKey", &[tag::OCTET_STRING, ORDERING_RULE, REVERSE_ORDER])?;
         Ok(SortKey {
             attribute,
             ordering_rule,
@@ -99,7 +99,7 @@ impl<'a> ControlValue<'a> for SortResponse<'a> {
         let (outer, mut r) = sequence(value, CTX)?;
         let result = r.read_integer_in(tag::ENUMERATED, 0, i64::from(i32::MAX), "SortResponse.sortResult")?;
         let attribute = r.read_optional(RESPONSE_ATTRIBUTE, "SortResponse.attributeType")?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[tag::ENUMERATED, RESPONSE_ATTRIBUTE])?;
         outer.finish(CTX)?;
         Ok(SortResponse {
             result: ResultCode(result as u32),

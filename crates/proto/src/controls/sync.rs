@@ -47,7 +47,7 @@ impl<'a> ControlValue<'a> for SyncRequest<'a> {
         };
         let cookie = r.read_optional(tag::OCTET_STRING, "SyncRequest.cookie")?;
         let reload_hint = optional_bool(&mut r, false, "SyncRequest.reloadHint")?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[tag::ENUMERATED, tag::OCTET_STRING, tag::BOOLEAN])?;
         outer.finish(CTX)?;
         Ok(SyncRequest {
             mode,
@@ -118,7 +118,7 @@ impl<'a> ControlValue<'a> for SyncState<'a> {
             "SyncState.entryUUID",
         )?;
         let cookie = r.read_optional(tag::OCTET_STRING, "SyncState.cookie")?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[tag::ENUMERATED, tag::OCTET_STRING])?;
         outer.finish(CTX)?;
         Ok(SyncState {
             state,
@@ -157,7 +157,7 @@ impl<'a> ControlValue<'a> for SyncDone<'a> {
         let (outer, mut r) = sequence(value, CTX)?;
         let cookie = r.read_optional(tag::OCTET_STRING, "SyncDone.cookie")?;
         let refresh_deletes = optional_bool(&mut r, false, "SyncDone.refreshDeletes")?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[tag::OCTET_STRING, tag::BOOLEAN])?;
         outer.finish(CTX)?;
         Ok(SyncDone {
             cookie,
@@ -256,7 +256,7 @@ impl<'a> SyncInfo<'a> {
             }
             found => return Err(DecodeError::new(DecodeErrorKind::InvalidTag { found }, CTX)),
         };
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[tag::OCTET_STRING, tag::BOOLEAN, tag::SET])?;
         Ok(info)
     }
 

@@ -27,7 +27,7 @@ impl<'a> ExtendedValue<'a> for CancelRequest {
             i64::from(MAX_MESSAGE_ID),
             "CancelRequest.cancelID",
         )?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[tag::INTEGER])?;
         Ok(CancelRequest {
             cancel_id: id as MessageId,
         })

@@ -35,7 +35,7 @@ impl<'a> ExtendedValue<'a> for PasswordModifyRequest<'a> {
         let user_identity = r.read_optional(USER_IDENTITY, "PasswdModifyRequestValue.userIdentity")?;
         let old_password = r.read_optional(OLD_PASSWORD, "PasswdModifyRequestValue.oldPasswd")?;
         let new_password = r.read_optional(NEW_PASSWORD, "PasswdModifyRequestValue.newPasswd")?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[USER_IDENTITY, OLD_PASSWORD, NEW_PASSWORD])?;
         Ok(PasswordModifyRequest {
             user_identity,
             old_password,
@@ -80,7 +80,7 @@ impl<'a> ExtendedValue<'a> for PasswordModifyResponse<'a> {
         let mut r = outer.read_constructed(tag::SEQUENCE, CTX)?;
         outer.finish(CTX)?;
         let generated_password = r.read_optional(GEN_PASSWORD, "PasswdModifyResponseValue.genPasswd")?;
-        r.finish_sequence(CTX)?;
+        r.finish_sequence(CTX, &[GEN_PASSWORD])?;
         Ok(PasswordModifyResponse { generated_password })
     }
 

@@ -83,6 +83,16 @@ fn write_node<'a>(
             f.write_char('(')?;
             attr(f, s.description)?;
             f.write_char('=')?;
+            // Only empty initial/final parts would print as `*`, which reads as a presence
+            // test; `**` (one empty `any`) matches the same values and says substrings.
+            let only_empty_ends = s
+                .substrings
+                .iter()
+                .all(|p| matches!(p, Substring::Initial(b"") | Substring::Final(b"")));
+            if only_empty_ends {
+                f.write_str("**)")?;
+                return Ok(None);
+            }
             let mut wrote_star = false;
             for part in s.substrings.iter() {
                 match part {

@@ -262,7 +262,7 @@ impl<'a> AttributeValueAssertion<'a> {
         let mut r = Reader::new(c);
         let description = r.read_octets(tag::OCTET_STRING, ctx)?;
         let value = r.read_octets(tag::OCTET_STRING, ctx)?;
-        r.finish_sequence(ctx)?;
+        r.finish_sequence(ctx, &[tag::OCTET_STRING])?;
         Ok(AttributeValueAssertion { description, value })
     }
 
@@ -301,7 +301,7 @@ impl<'a> SubstringFilter<'a> {
         let mut r = Reader::new(c);
         let description = r.read_octets(tag::OCTET_STRING, "SubstringFilter.type")?;
         let substrings = SeqOf::decode_contents(r.read(tag::SEQUENCE, "SubstringFilter.substrings")?)?;
-        r.finish_sequence("SubstringFilter")?;
+        r.finish_sequence("SubstringFilter", &[tag::OCTET_STRING, tag::SEQUENCE])?;
         Ok(SubstringFilter {
             description,
             substrings,
@@ -321,7 +321,10 @@ impl<'a> MatchingRuleAssertion<'a> {
             }
             _ => false,
         };
-        r.finish_sequence("MatchingRuleAssertion")?;
+        r.finish_sequence(
+            "MatchingRuleAssertion",
+            &[ft::MRA_RULE, ft::MRA_TYPE, ft::MRA_VALUE, ft::MRA_DN_ATTRIBUTES],
+        )?;
         Ok(MatchingRuleAssertion {
             rule,
             description,

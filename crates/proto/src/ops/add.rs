@@ -39,7 +39,7 @@ impl<'a> AddRequest<'a> {
                 "AddRequest.attributes.vals",
             ));
         }
-        r.finish_sequence("AddRequest")?;
+        r.finish_sequence("AddRequest", &[tag::OCTET_STRING, tag::SEQUENCE])?;
         Ok(AddRequest { entry, attributes })
     }
 

@@ -1,7 +1,7 @@
 use crate::ber::{tag, Reader, Writer};
 use crate::error::Result;
 use crate::limits::MAX_PROTOCOL_VERSION;
-use crate::result::LdapResult;
+use crate::result::{LdapResult, RESULT_COMPONENTS};
 
 /// Tag of simple authentication (`[0]`, primitive).
 pub const SIMPLE_TAG: u8 = tag::context(0);
@@ -68,7 +68,7 @@ impl<'a> BindRequest<'a> {
                 let mut s = Reader::new(contents);
                 let mechanism = s.read_octets(tag::OCTET_STRING, "SaslCredentials.mechanism")?;
                 let credentials = s.read_optional(tag::OCTET_STRING, "SaslCredentials.credentials")?;
-                s.finish_sequence("SaslCredentials")?;
+                s.finish_sequence("SaslCredentials", &[tag::OCTET_STRING])?;
                 Authentication::Sasl {
                     mechanism,
                     credentials,
@@ -76,7 +76,10 @@ impl<'a> BindRequest<'a> {
             }
             _ => Authentication::Other { tag: t, contents },
         };
-        r.finish_sequence("BindRequest")?;
+        r.finish_sequence(
+            "BindRequest",
+            &[tag::INTEGER, tag::OCTET_STRING, SIMPLE_TAG, SASL_TAG],
+        )?;
         Ok(BindRequest {
             version,
             name,
@@ -127,7 +130,15 @@ impl<'a> BindResponse<'a> {
         let mut r = Reader::new(c);
         let result = LdapResult::decode_from(&mut r)?;
         let server_sasl_creds = r.read_optional(SERVER_SASL_CREDS_TAG, "BindResponse.serverSaslCreds")?;
-        r.finish_sequence("BindResponse")?;
+        r.finish_sequence(
+            "BindResponse",
+            &[
+                RESULT_COMPONENTS[0],
+                RESULT_COMPONENTS[1],
+                RESULT_COMPONENTS[2],
+                SERVER_SASL_CREDS_TAG,
+            ],
+        )?;
         Ok(BindResponse {
             result,
             server_sasl_creds,

@@ -30,7 +30,7 @@ impl<'a> CompareRequest<'a> {
             r.read(tag::SEQUENCE, "CompareRequest.ava")?,
             "CompareRequest.ava",
         )?;
-        r.finish_sequence("CompareRequest")?;
+        r.finish_sequence("CompareRequest", &[tag::OCTET_STRING, tag::SEQUENCE])?;
         Ok(CompareRequest { entry, ava })
     }
 

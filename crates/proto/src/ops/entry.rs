@@ -20,7 +20,7 @@ impl<'a> Element<'a> for PartialAttribute<'a> {
         let description = a.read_octets(tag::OCTET_STRING, "PartialAttribute.type")?;
         let vals = a.read(tag::SET, "PartialAttribute.vals")?;
         let values = SeqOf::decode_contents(vals).map_err(|e| e.within("PartialAttribute.vals"))?;
-        a.finish_sequence("PartialAttribute")?;
+        a.finish_sequence("PartialAttribute", &[tag::OCTET_STRING, tag::SET])?;
         Ok(PartialAttribute { description, values })
     }
 
@@ -59,7 +59,7 @@ impl<'a> SearchResultEntry<'a> {
         let object_name = r.read_octets(tag::OCTET_STRING, "SearchResultEntry.objectName")?;
         let attrs = r.read(tag::SEQUENCE, "SearchResultEntry.attributes")?;
         let attributes = SeqOf::decode_contents(attrs)?;
-        r.finish_sequence("SearchResultEntry")?;
+        r.finish_sequence("SearchResultEntry", &[tag::OCTET_STRING, tag::SEQUENCE])?;
         Ok(SearchResultEntry {
             object_name,
             attributes,

@@ -1,6 +1,6 @@
 use crate::ber::{tag, Reader, Writer};
 use crate::error::Result;
-use crate::result::LdapResult;
+use crate::result::{LdapResult, RESULT_COMPONENTS};
 
 const REQUEST_NAME: u8 = tag::context(0);
 const REQUEST_VALUE: u8 = tag::context(1);
@@ -32,7 +32,7 @@ impl<'a> ExtendedRequest<'a> {
         let mut r = Reader::new(c);
         let name = r.read_octets(REQUEST_NAME, "ExtendedRequest.requestName")?;
         let value = r.read_optional(REQUEST_VALUE, "ExtendedRequest.requestValue")?;
-        r.finish_sequence("ExtendedRequest")?;
+        r.finish_sequence("ExtendedRequest", &[REQUEST_NAME, REQUEST_VALUE])?;
         Ok(ExtendedRequest { name, value })
     }
 
@@ -72,7 +72,16 @@ impl<'a> ExtendedResponse<'a> {
         let result = LdapResult::decode_from(&mut r)?;
         let name = r.read_optional(RESPONSE_NAME, "ExtendedResponse.responseName")?;
         let value = r.read_optional(RESPONSE_VALUE, "ExtendedResponse.responseValue")?;
-        r.finish_sequence("ExtendedResponse")?;
+        r.finish_sequence(
+            "ExtendedResponse",
+            &[
+                RESULT_COMPONENTS[0],
+                RESULT_COMPONENTS[1],
+                RESULT_COMPONENTS[2],
+                RESPONSE_NAME,
+                RESPONSE_VALUE,
+            ],
+        )?;
         Ok(ExtendedResponse { result, name, value })
     }
 
@@ -109,7 +118,7 @@ impl<'a> IntermediateResponse<'a> {
         let mut r = Reader::new(c);
         let name = r.read_optional(INTERMEDIATE_NAME, "IntermediateResponse.responseName")?;
         let value = r.read_optional(INTERMEDIATE_VALUE, "IntermediateResponse.responseValue")?;
-        r.finish_sequence("IntermediateResponse")?;
+        r.finish_sequence("IntermediateResponse", &[INTERMEDIATE_NAME, INTERMEDIATE_VALUE])?;
         Ok(IntermediateResponse { name, value })
     }
 

@@ -42,7 +42,7 @@ impl<'a> Element<'a> for Change<'a> {
         };
         let modification =
             PartialAttribute::decode(&mut c).map_err(|e| e.within("ModifyRequest.change.modification"))?;
-        c.finish_sequence("ModifyRequest.change")?;
+        c.finish_sequence("ModifyRequest.change", &[tag::ENUMERATED, tag::SEQUENCE])?;
         Ok(Change {
             operation,
             modification,
@@ -84,7 +84,7 @@ impl<'a> ModifyRequest<'a> {
         let mut r = Reader::new(c);
         let object = r.read_octets(tag::OCTET_STRING, "ModifyRequest.object")?;
         let changes = SeqOf::decode_contents(r.read(tag::SEQUENCE, "ModifyRequest.changes")?)?;
-        r.finish_sequence("ModifyRequest")?;
+        r.finish_sequence("ModifyRequest", &[tag::OCTET_STRING, tag::SEQUENCE])?;
         Ok(ModifyRequest { object, changes })
     }
 

@@ -37,7 +37,10 @@ impl<'a> ModifyDnRequest<'a> {
         let new_rdn = r.read_octets(tag::OCTET_STRING, "ModifyDNRequest.newrdn")?;
         let delete_old_rdn = r.read_bool(tag::BOOLEAN, "ModifyDNRequest.deleteoldrdn")?;
         let new_superior = r.read_optional(NEW_SUPERIOR_TAG, "ModifyDNRequest.newSuperior")?;
-        r.finish_sequence("ModifyDNRequest")?;
+        r.finish_sequence(
+            "ModifyDNRequest",
+            &[tag::OCTET_STRING, tag::BOOLEAN, NEW_SUPERIOR_TAG],
+        )?;
         Ok(ModifyDnRequest {
             entry,
             new_rdn,

@@ -3,6 +3,25 @@ use crate::error::{DecodeError, DecodeErrorKind, Result};
 use crate::filter::Filter;
 use crate::seq::SeqOf;
 
+/// The tags of the SearchRequest components: the universal ones, and every filter choice.
+const SEARCH_REQUEST_COMPONENTS: &[u8] = &[
+    tag::OCTET_STRING,
+    tag::ENUMERATED,
+    tag::INTEGER,
+    tag::BOOLEAN,
+    tag::SEQUENCE,
+    crate::filter_tag::AND,
+    crate::filter_tag::OR,
+    crate::filter_tag::NOT,
+    crate::filter_tag::EQUALITY,
+    crate::filter_tag::SUBSTRINGS,
+    crate::filter_tag::GREATER_OR_EQUAL,
+    crate::filter_tag::LESS_OR_EQUAL,
+    crate::filter_tag::PRESENT,
+    crate::filter_tag::APPROX,
+    crate::filter_tag::EXTENSIBLE,
+];
+
 /// Search scope (RFC 4511 section 4.5.1.2, plus `subordinateSubtree`, the "children" scope
 /// of draft-sermersheim-ldap-subordinate-scope that OpenLDAP and 389-ds accept).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,7 +126,7 @@ impl<'a> SearchRequest<'a> {
         let filter = Filter::decode(&mut r)?;
         let attrs = r.read(tag::SEQUENCE, "SearchRequest.attributes")?;
         let attributes = SeqOf::decode_contents(attrs).map_err(|e| e.within("SearchRequest.attributes"))?;
-        r.finish_sequence("SearchRequest")?;
+        r.finish_sequence("SearchRequest", SEARCH_REQUEST_COMPONENTS)?;
         Ok(SearchRequest {
             base,
             scope,
