@@ -36,6 +36,16 @@ pub struct LdapMessage<'a> {
 }
 
 /// The operation an LDAPMessage carries.
+///
+/// ```
+/// use larch_proto::{LdapMessage, ProtocolOp};
+/// // UnbindRequest is `[APPLICATION 2] NULL`: it has no fields of its own.
+/// let mut buf = Vec::new();
+/// LdapMessage::new(5, ProtocolOp::UnbindRequest).encode(&mut buf);
+/// assert_eq!(buf, [0x30, 0x05, 0x02, 0x01, 0x05, 0x42, 0x00]);
+/// let op = LdapMessage::decode(&buf).unwrap().op;
+/// assert_eq!((op.name(), op.is_request()), ("UnbindRequest", true));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(missing_docs)] // each variant is named after its RFC 4511 production
 pub enum ProtocolOp<'a> {

@@ -84,12 +84,7 @@ impl<'a, T: Element<'a>> SeqOf<'a, T> {
     /// The elements, in order.
     #[inline]
     pub fn iter(&self) -> SeqIter<'a, T> {
-        SeqIter {
-            repr: match self.repr {
-                Repr::Ber(b) => Repr::Ber(b),
-                Repr::Items(i) => Repr::Items(i),
-            },
-        }
+        SeqIter { repr: self.repr }
     }
 
     /// True when there are no elements.

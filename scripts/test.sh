@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone. Installs what the tests need (Debian's
+# ldap-utils for the capture tests; rustfmt and clippy), then runs, in order:
+#   1. formatting and lints (cargo fmt --check, clippy -D warnings, fuzz crate included);
+#   2. a release build of the workspace;
+#   3. every test of the workspace (unit, integration, doc tests);
+#   4. the fuzz targets, built on stable and replayed over their seed corpora;
+# and ends with one summary line: "summary: N passed, N failed".
+#
+# The third-party PDU corpus is read from ../shared/ldap-corpus (beside the clone), or
+# from $LARCH_LDAP_CORPUS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+corpus=${LARCH_LDAP_CORPUS:-$root/../shared/ldap-corpus}
+export LARCH_LDAP_CORPUS=$corpus
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "set-up"
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+if ! command -v ldapsearch >/dev/null 2>&1; then
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends ldap-utils
+fi
+if command -v rustup >/dev/null 2>&1; then
+  for component in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
+  done
+fi
+command -v ldapsearch >/dev/null || { echo "ldap-utils could not be installed" >&2; exit 1; }
+[ -d "$corpus" ] || { echo "the PDU corpus is missing at $corpus (set LARCH_LDAP_CORPUS)" >&2; exit 1; }
+echo "cargo: $(cargo --version); ldap-utils: $(dpkg-query -W -f='${Version}' ldap-utils 2>/dev/null || echo unknown)"
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --manifest-path fuzz/Cargo.toml --bins -- -D warnings
+
+step "release build"
+cargo build --workspace --release
+
+step "tests"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+LARCH_REQUIRE_LDAP_UTILS=1 cargo test --workspace 2>&1 | tee "$log" || status=$?
+
+step "fuzz targets: build on stable, replay the seed corpora"
+fuzz_status=0
+cargo build --manifest-path fuzz/Cargo.toml --bins
+fuzz_bin=$root/fuzz/target/debug
+shopt -s nullglob
+pdu_seeds=("$corpus"/*/*)
+filter_seeds=(fuzz/seeds/filter_string/*)
+for run in "decode_pdu ${#pdu_seeds[@]}" "filter_string ${#filter_seeds[@]}"; do
+  set -- $run
+  if [ "$1" = decode_pdu ]; then seeds=("${pdu_seeds[@]}"); else seeds=("${filter_seeds[@]}"); fi
+  if "$fuzz_bin/$1" "${seeds[@]}" >"$log.fuzz" 2>&1; then
+    echo "test fuzz::$1 replayed $2 seeds ... ok"
+    echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
+  else
+    cat "$log.fuzz"
+    echo "test fuzz::$1 ... FAILED"
+    echo "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
+    fuzz_status=1
+  fi
+done
+rm -f "$log.fuzz"
+
+passed=$(grep -Eo '^test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
+echo
+echo "summary: $passed passed, $failed failed"
+if [ "$status" -ne 0 ] || [ "$fuzz_status" -ne 0 ] || [ "$failed" -ne 0 ]; then
+  exit 1
+fi
+if [ "$passed" -eq 0 ]; then
+  echo "no test ran" >&2
+  exit 1
+fi
