@@ -19,7 +19,9 @@ fuzz_target!(|data: &[u8]| {
     while let Ok(Frame::Complete(n)) = frame(rest, MAX_PDU) {
         let pdu = &rest[..n];
         rest = &rest[n..];
-        let Ok(msg) = LdapMessage::decode(pdu) else { continue };
+        let Ok(msg) = LdapMessage::decode(pdu) else {
+            continue;
+        };
         let mut once = Vec::new();
         msg.encode(&mut once);
         let again = LdapMessage::decode(&once).expect("a re-encoded message must decode");

@@ -7,8 +7,12 @@ use larch_proto::{Filter, OwnedFilter};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(filter) = OwnedFilter::parse(text) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(filter) = OwnedFilter::parse(text) else {
+        return;
+    };
     Filter::from_ber(filter.as_ber()).expect("a parsed filter must be valid BER");
     let printed = filter.to_string();
     let reparsed = OwnedFilter::parse(&printed).unwrap_or_else(|e| panic!("{text:?} -> {printed:?}: {e}"));
