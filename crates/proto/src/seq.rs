@@ -70,8 +70,19 @@ impl<'a, T: Element<'a>> SeqOf<'a, T> {
         }
     }
 
+    /// Wraps the contents octets of a SEQUENCE OF / SET OF that this program encoded itself
+    /// (e.g. an entry's stored values), without validating them again. Nothing unsafe
+    /// follows from malformed octets: iteration just ends at the first element that does
+    /// not decode.
+    #[inline]
+    pub const fn from_trusted_ber(contents: &'a [u8]) -> Self {
+        SeqOf {
+            repr: Repr::Ber(contents),
+        }
+    }
+
     /// Validates the contents octets of a SEQUENCE OF / SET OF and wraps them.
-    pub(crate) fn decode_contents(contents: &'a [u8]) -> Result<Self> {
+    pub fn decode_contents(contents: &'a [u8]) -> Result<Self> {
         let mut r = Reader::new(contents);
         while !r.is_empty() {
             T::decode(&mut r)?;

@@ -203,6 +203,15 @@ impl<'a> FilterSet<'a> {
     /// An empty set.
     pub const EMPTY: FilterSet<'static> = FilterSet { contents: &[] };
 
+    /// A set holding exactly `filter` (how a `not` node's operand can be walked like the
+    /// children of an `and` or `or`).
+    #[inline]
+    pub fn of_one(filter: Filter<'a>) -> FilterSet<'a> {
+        FilterSet {
+            contents: filter.as_ber(),
+        }
+    }
+
     /// The sub-filters, in order.
     #[inline]
     pub fn iter(&self) -> FilterSetIter<'a> {
