@@ -53,17 +53,20 @@ fuzz_status=0
 cargo build --manifest-path fuzz/Cargo.toml --bins
 fuzz_bin=$root/fuzz/target/debug
 shopt -s nullglob
-pdu_seeds=("$corpus"/*/*)
-filter_seeds=(fuzz/seeds/filter_string/*)
-for run in "decode_pdu ${#pdu_seeds[@]}" "filter_string ${#filter_seeds[@]}"; do
-  set -- $run
-  if [ "$1" = decode_pdu ]; then seeds=("${pdu_seeds[@]}"); else seeds=("${filter_seeds[@]}"); fi
-  if "$fuzz_bin/$1" "${seeds[@]}" >"$log.fuzz" 2>&1; then
-    echo "test fuzz::$1 replayed $2 seeds ... ok"
+# target -> its seeds: the shared third-party PDUs for the decoder, fuzz/seeds/<target>
+# for the others.
+for target in decode_pdu filter_string dn_parse schema_parse; do
+  if [ "$target" = decode_pdu ]; then seeds=("$corpus"/*/*); else seeds=(fuzz/seeds/"$target"/*); fi
+  if [ "${#seeds[@]}" -eq 0 ]; then
+    echo "test fuzz::$target ... FAILED (no seeds)"
+    echo "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
+    fuzz_status=1
+  elif "$fuzz_bin/$target" "${seeds[@]}" >"$log.fuzz" 2>&1; then
+    echo "test fuzz::$target replayed ${#seeds[@]} seeds ... ok"
     echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
   else
     cat "$log.fuzz"
-    echo "test fuzz::$1 ... FAILED"
+    echo "test fuzz::$target ... FAILED"
     echo "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
     fuzz_status=1
   fi

@@ -1,0 +1,457 @@
+//! Entries against the shipped schema: building, storing, schema checking, modifications,
+//! and three-valued filter evaluation.
+
+use larch_model::dn::Dn;
+use larch_model::entry::check::check_entry;
+use larch_model::entry::modify::{apply_changes, ModifyOptions};
+use larch_model::entry::{Entry, StoredEntry};
+use larch_model::filter::{CompiledFilter, Tri};
+use larch_model::schema::Schema;
+use larch_model::ModelError;
+use larch_proto::{
+    AddRequest, Change, LdapMessage, ModifyOperation, OwnedFilter, PartialAttribute, ProtocolOp, ResultCode,
+    SeqOf,
+};
+
+fn schema() -> &'static Schema {
+    static SCHEMA: std::sync::OnceLock<Schema> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| Schema::builtin().expect("the shipped schema loads"))
+}
+
+/// Builds an entry from LDIF-like pairs, through a real AddRequest.
+fn entry(dn: &str, attrs: &[(&str, &[&str])]) -> Result<Entry, ModelError> {
+    let values: Vec<Vec<&[u8]>> = attrs
+        .iter()
+        .map(|(_, vs)| vs.iter().map(|v| v.as_bytes()).collect())
+        .collect();
+    let list: Vec<PartialAttribute<'_>> = attrs
+        .iter()
+        .zip(&values)
+        .map(|((d, _), vs)| PartialAttribute {
+            description: d.as_bytes(),
+            values: SeqOf::from_items(vs),
+        })
+        .collect();
+    let req = AddRequest {
+        entry: dn.as_bytes(),
+        attributes: SeqOf::from_items(&list),
+    };
+    Entry::from_add_request(&req, schema())
+}
+
+fn person() -> Entry {
+    entry(
+        "uid=bjensen,ou=People,dc=example,dc=com",
+        &[
+            (
+                "objectClass",
+                &["top", "person", "organizationalPerson", "inetOrgPerson"],
+            ),
+            ("uid", &["bjensen"]),
+            ("cn", &["Barbara Jensen", "Babs Jensen"]),
+            ("cn;lang-fr", &["Barbara Jeanson"]),
+            ("sn", &["Jensen"]),
+            ("givenName", &["Barbara"]),
+            ("mail", &["bjensen@example.com"]),
+            ("telephoneNumber", &["+1 408 555 1862"]),
+            ("employeeNumber", &["42"]),
+            ("description", &["Manager of the 4th floor"]),
+        ],
+    )
+    .unwrap()
+}
+
+/// Attributes of a test entry: description and values.
+type Attrs<'a> = Vec<(&'a str, &'a [&'a str])>;
+/// Changes of a test modification: operation, description, values.
+type Changes<'a> = Vec<(ModifyOperation, &'a str, &'a [&'a str])>;
+
+fn code(r: Result<impl std::fmt::Debug, ModelError>) -> ResultCode {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e.result_code(),
+    }
+}
+
+#[test]
+fn a_valid_person_passes_and_reports_its_structural_class() {
+    let e = person();
+    let checked = check_entry(&e, schema()).unwrap();
+    assert_eq!(
+        schema().object_class_by_id(checked.structural).unwrap().name(),
+        "inetOrgPerson"
+    );
+    // Superclasses need not be listed.
+    let e = entry(
+        "cn=x,dc=example,dc=com",
+        &[
+            ("objectClass", &["inetOrgPerson"]),
+            ("cn", &["x"]),
+            ("sn", &["y"]),
+        ],
+    )
+    .unwrap();
+    check_entry(&e, schema()).unwrap();
+}
+
+#[test]
+fn schema_violations_get_their_result_codes() {
+    let cases: Vec<(&str, Attrs<'_>, ResultCode)> = vec![
+        (
+            "no objectClass",
+            vec![("cn", &["x"]), ("sn", &["y"])],
+            ResultCode::OBJECT_CLASS_VIOLATION,
+        ),
+        (
+            "unknown class",
+            vec![
+                ("objectClass", &["person", "noSuchClass"]),
+                ("cn", &["x"]),
+                ("sn", &["y"]),
+            ],
+            ResultCode::OBJECT_CLASS_VIOLATION,
+        ),
+        (
+            "no structural",
+            vec![("objectClass", &["top"]), ("cn", &["x"])],
+            ResultCode::OBJECT_CLASS_VIOLATION,
+        ),
+        (
+            "two chains",
+            vec![
+                ("objectClass", &["person", "organizationalUnit"]),
+                ("cn", &["x"]),
+                ("sn", &["y"]),
+                ("ou", &["z"]),
+            ],
+            ResultCode::OBJECT_CLASS_VIOLATION,
+        ),
+        (
+            "missing MUST sn",
+            vec![("objectClass", &["person"]), ("cn", &["x"])],
+            ResultCode::OBJECT_CLASS_VIOLATION,
+        ),
+        (
+            "not allowed",
+            vec![
+                ("objectClass", &["person"]),
+                ("cn", &["x"]),
+                ("sn", &["y"]),
+                ("mail", &["a@b"]),
+            ],
+            ResultCode::OBJECT_CLASS_VIOLATION,
+        ),
+        (
+            "single-valued",
+            vec![
+                ("objectClass", &["inetOrgPerson"]),
+                ("cn", &["x"]),
+                ("sn", &["y"]),
+                ("displayName", &["a", "b"]),
+            ],
+            ResultCode::CONSTRAINT_VIOLATION,
+        ),
+        (
+            "bad syntax",
+            vec![
+                ("objectClass", &["inetOrgPerson"]),
+                ("cn", &["x"]),
+                ("sn", &["y"]),
+                ("mail", &["caf\u{e9}@example.com"]),
+            ],
+            ResultCode::INVALID_ATTRIBUTE_SYNTAX,
+        ),
+        (
+            "duplicate",
+            vec![("objectClass", &["person"]), ("cn", &["x", "X"]), ("sn", &["y"])],
+            ResultCode::ATTRIBUTE_OR_VALUE_EXISTS,
+        ),
+        (
+            "rdn missing",
+            vec![("objectClass", &["person"]), ("cn", &["other"]), ("sn", &["y"])],
+            ResultCode::NAMING_VIOLATION,
+        ),
+    ];
+    for (what, attrs, expected) in cases {
+        let e = entry("cn=x,dc=example,dc=com", &attrs).unwrap();
+        assert_eq!(code(check_entry(&e, schema())), expected, "{what}");
+    }
+    // extensibleObject allows any user attribute.
+    let e = entry(
+        "cn=x,dc=example,dc=com",
+        &[
+            ("objectClass", &["person", "extensibleObject"]),
+            ("cn", &["x"]),
+            ("sn", &["y"]),
+            ("mail", &["a@b"]),
+        ],
+    )
+    .unwrap();
+    check_entry(&e, schema()).unwrap();
+    // Unknown attribute types and bad DNs are refused when the entry is built.
+    assert_eq!(
+        code(entry("cn=x,dc=example,dc=com", &[("noSuchAttr", &["1"])])),
+        ResultCode::UNDEFINED_ATTRIBUTE_TYPE
+    );
+    assert_eq!(
+        code(entry("cn=x,,dc=com", &[("cn", &["x"])])),
+        ResultCode::INVALID_DN_SYNTAX
+    );
+    assert_eq!(
+        code(entry("noSuchAttr=x,dc=com", &[("cn", &["x"])])),
+        ResultCode::INVALID_DN_SYNTAX
+    );
+}
+
+#[test]
+fn stored_form_round_trips_and_is_a_partial_attribute_list() {
+    let e = person();
+    let stored = e.to_stored(schema());
+    let back = Entry::from_stored(e.dn.clone(), e.norm_dn.clone(), &stored);
+    let sorted = |mut v: Vec<_>| {
+        v.sort_by_key(|a: &larch_model::entry::Attribute| (a.ty, a.options.clone()));
+        v
+    };
+    assert_eq!(sorted(back.attrs), sorted(e.attrs.clone()));
+    // The stored BER is what a SearchResultEntry carries, with canonical names.
+    let mut pdu = Vec::new();
+    larch_proto::encode_search_result_entry(
+        &mut pdu,
+        2,
+        e.dn.to_string().as_bytes(),
+        stored.attributes_ber(),
+    );
+    let ProtocolOp::SearchResultEntry(r) = LdapMessage::decode(&pdu).unwrap().op else {
+        panic!()
+    };
+    let names: Vec<String> = r
+        .attributes
+        .iter()
+        .map(|a| String::from_utf8(a.description.to_vec()).unwrap())
+        .collect();
+    assert!(
+        names.contains(&"cn".to_string()) && names.contains(&"cn;lang-fr".to_string()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"objectClass".to_string()));
+    let cn = schema().attribute_type("cn").unwrap().id;
+    assert_eq!(stored.attribute(cn).count(), 2);
+    assert!(stored.has(cn) && !stored.has(schema().attribute_type("uidNumber").unwrap().id));
+}
+
+fn modify(
+    e: &Entry,
+    changes: &[(ModifyOperation, &str, &[&str])],
+    permissive: bool,
+) -> Result<Entry, ModelError> {
+    let values: Vec<Vec<&[u8]>> = changes
+        .iter()
+        .map(|(_, _, vs)| vs.iter().map(|v| v.as_bytes()).collect())
+        .collect();
+    let list: Vec<Change<'_>> = changes
+        .iter()
+        .zip(&values)
+        .map(|((op, d, _), vs)| Change {
+            operation: *op,
+            modification: PartialAttribute {
+                description: d.as_bytes(),
+                values: SeqOf::from_items(vs),
+            },
+        })
+        .collect();
+    let mut copy = e.clone();
+    apply_changes(
+        &mut copy,
+        SeqOf::from_items(&list),
+        schema(),
+        ModifyOptions {
+            permissive,
+            internal: false,
+        },
+    )?;
+    Ok(copy)
+}
+
+#[test]
+fn modifications_apply_in_order_and_fail_with_their_codes() {
+    use ModifyOperation::*;
+    let e = person();
+    let cn = schema().attribute_type("cn").unwrap().id;
+    let m = modify(
+        &e,
+        &[
+            (Add, "cn", &["Babs J"]),
+            (Delete, "cn", &["babs jensen"]),
+            (Replace, "mail", &["b@example.com"]),
+        ],
+        false,
+    )
+    .unwrap();
+    let cns: Vec<&[u8]> = m
+        .attribute(cn, &Default::default())
+        .unwrap()
+        .values
+        .iter()
+        .map(Vec::as_slice)
+        .collect();
+    assert_eq!(cns, [&b"Barbara Jensen"[..], b"Babs J"]);
+    let m = modify(&e, &[(Increment, "employeeNumber", &["5"])], false);
+    // employeeNumber is a directory string in inetOrgPerson, not an integer.
+    assert_eq!(code(m), ResultCode::CONSTRAINT_VIOLATION);
+    let cases: Vec<(Changes<'_>, ResultCode)> = vec![
+        (
+            vec![(Add, "cn", &["BARBARA JENSEN"])],
+            ResultCode::ATTRIBUTE_OR_VALUE_EXISTS,
+        ),
+        (vec![(Delete, "cn", &["nobody"])], ResultCode::NO_SUCH_ATTRIBUTE),
+        (vec![(Delete, "roomNumber", &[])], ResultCode::NO_SUCH_ATTRIBUTE),
+        (vec![(Delete, "uid", &[])], ResultCode::NOT_ALLOWED_ON_RDN),
+        (vec![(Replace, "uid", &["other"])], ResultCode::NOT_ALLOWED_ON_RDN),
+        (vec![(Delete, "sn", &[])], ResultCode::OBJECT_CLASS_VIOLATION),
+        (
+            vec![(Add, "noSuchAttr", &["x"])],
+            ResultCode::UNDEFINED_ATTRIBUTE_TYPE,
+        ),
+        (vec![(Add, "mail", &[])], ResultCode::PROTOCOL_ERROR),
+        (
+            vec![(Replace, "displayName", &["a", "b"])],
+            ResultCode::CONSTRAINT_VIOLATION,
+        ),
+        (
+            vec![(Add, "createTimestamp", &["20260101000000Z"])],
+            ResultCode::CONSTRAINT_VIOLATION,
+        ),
+        (
+            vec![(Replace, "objectClass", &["top", "account"])],
+            ResultCode::OBJECT_CLASS_MODS_PROHIBITED,
+        ),
+    ];
+    for (changes, expected) in cases {
+        assert_eq!(code(modify(&e, &changes, false)), expected, "{changes:?}");
+    }
+    // Permissive Modify: re-adding and deleting what is absent are not errors.
+    modify(
+        &e,
+        &[
+            (Add, "cn", &["babs jensen"]),
+            (Delete, "cn", &["nobody"]),
+            (Delete, "roomNumber", &[]),
+        ],
+        true,
+    )
+    .unwrap();
+}
+
+#[test]
+fn increment_changes_integers() {
+    let e = entry(
+        "uid=u,dc=example,dc=com",
+        &[
+            ("objectClass", &["account", "posixAccount"]),
+            ("uid", &["u"]),
+            ("cn", &["u"]),
+            ("uidNumber", &["1000"]),
+            ("gidNumber", &["100"]),
+            ("homeDirectory", &["/home/u"]),
+        ],
+    )
+    .unwrap();
+    check_entry(&e, schema()).unwrap();
+    let m = modify(
+        &e,
+        &[(ModifyOperation::Increment, "uidNumber", &["-1001"])],
+        false,
+    )
+    .unwrap();
+    let id = schema().attribute_type("uidNumber").unwrap().id;
+    assert_eq!(
+        m.attribute(id, &Default::default()).unwrap().values,
+        [b"-1".to_vec()]
+    );
+    assert_eq!(
+        code(modify(
+            &e,
+            &[(ModifyOperation::Increment, "uidNumber", &["x"])],
+            false
+        )),
+        ResultCode::CONSTRAINT_VIOLATION
+    );
+    // Ordering by integerOrderingMatch, numerically rather than as text.
+    for (filter, expected) in [
+        ("(uidNumber>=999)", Tri::True),
+        ("(uidNumber>=1001)", Tri::False),
+        ("(uidNumber<=1000)", Tri::True),
+        ("(uidNumber<=99)", Tri::False),
+        ("(uidNumber>=-5)", Tri::True),
+        ("(uidNumber>=abc)", Tri::Undefined),
+    ] {
+        assert_eq!(eval(filter, &e), expected, "{filter}");
+    }
+}
+
+fn eval(filter: &str, e: &Entry) -> Tri {
+    let f = OwnedFilter::parse(filter).unwrap();
+    let compiled = CompiledFilter::compile(f.as_filter(), schema());
+    let stored: StoredEntry = e.to_stored(schema());
+    compiled.evaluate(&stored, &e.dn, schema(), &mut Vec::new())
+}
+
+#[test]
+fn filter_evaluation_is_three_valued() {
+    use Tri::*;
+    let e = person();
+    let cases = [
+        ("(cn=babs   JENSEN)", True),
+        ("(cn=Nobody)", False),
+        ("(objectClass=inetorgperson)", True),
+        ("(objectClass=2.16.840.1.113730.3.2.2)", True),
+        ("(objectClass=account)", False),
+        ("(cn=Bar*Jen*)", True),
+        ("(cn=*jeanson)", True),
+        ("(cn;lang-fr=*jeanson)", True),
+        ("(cn;lang-de=*jeanson)", False),
+        ("(cn=*xyz*)", False),
+        ("(name=Barbara Jensen)", True),
+        ("(mail=*)", True),
+        ("(roomNumber=*)", False),
+        ("(noSuchAttribute=*)", False),
+        ("(noSuchAttribute=x)", Undefined),
+        ("(!(noSuchAttribute=x))", Undefined),
+        ("(|(noSuchAttribute=x)(uid=bjensen))", True),
+        ("(&(noSuchAttribute=x)(uid=nobody))", False),
+        ("(&(noSuchAttribute=x)(uid=bjensen))", Undefined),
+        ("(&)", True),
+        ("(|)", False),
+        ("(!(&))", False),
+        ("(telephoneNumber=+14085551862)", True),
+        // uid has no ORDERING rule: ordering assertions on it are Undefined.
+        ("(uid>=bjensen)", Undefined),
+        ("(sn~=jensen)", True),
+        ("(sn~=jenssen)", True),
+        ("(sn~=smith)", False),
+        ("(cn:caseExactMatch:=Babs Jensen)", True),
+        ("(cn:caseExactMatch:=babs jensen)", False),
+        ("(:caseIgnoreMatch:=barbara)", True),
+        ("(ou:dn:=people)", True),
+        ("(ou=people)", False),
+        ("(:dn:caseIgnoreMatch:=People)", True),
+        ("(cn:noSuchRule:=x)", Undefined),
+        ("(cn:integerMatch:=1)", Undefined),
+        ("(description=*4th*)", True),
+        ("(mail=bjensen@EXAMPLE.com)", True),
+    ];
+    for (filter, expected) in cases {
+        assert_eq!(eval(filter, &e), expected, "{filter}");
+    }
+}
+
+#[test]
+fn deep_filters_evaluate_without_recursion() {
+    let e = person();
+    let n = larch_proto::limits::MAX_FILTER_DEPTH;
+    let deep = format!("{}(uid=bjensen){}", "(!".repeat(n), ")".repeat(n));
+    assert_eq!(eval(&deep, &e), Tri::True);
+    let wide = format!("(|{}(uid=bjensen))", "(uid=x)".repeat(500));
+    assert_eq!(eval(&wide, &e), Tri::True);
+    let _ = Dn::default();
+}
