@@ -1,6 +1,41 @@
-//! `larch-bench`: the DirectoryMark-style data generator and the async, pipelined load
-//! client (search, auth, modify, mixed) that measures any LDAP server.
+//! `larch-bench`: the tools that measure an LDAP server, any LDAP server.
 //!
-//! **Status:** not built yet; nothing here works. It is specified by the project's
-//! "benchmark suite" issue. It depends on `larch-proto` only, so it can load any LDAP
-//! server, not just Larch.
+//! What it is:
+//! - [`gen`]: the DirectoryMark-style data generator: seeded, reproducible LDIF of N
+//!   `inetOrgPerson` entries with realistic, unique names (about 700 octets each), optional
+//!   organizational units and groups, `userPassword` hashed with a chosen scheme
+//!   ([`password`]), and the value files (cn, uid, mail, DN) the load client draws from;
+//! - [`client`]: the async load client: connections x pipeline depth, operations matched
+//!   to responses by message ID, workloads `search`, `auth` (SLAMD's search-then-bind, on
+//!   the same connection or a new one per operation), `modify`, `mixed`, `add`, `delete`,
+//!   `churn`; closed loop (as fast as the server answers) or open loop (target rate, latency
+//!   from the scheduled instant); warm-up; progress every second;
+//! - [`report`]: HDR latency histograms, result codes, client errors, the client's own CPU
+//!   and the server's ([`cpu`]), as text or JSON; [`sweep`]: one run per value of a
+//!   parameter, a table and a hand-drawn SVG chart;
+//! - [`template`]: filter templates (`(cn={})`) and value files; [`url`]: `ldap://` URLs;
+//!   [`fake`]: a tiny in-process LDAP server for tests.
+//!
+//! What it is not: it depends on `larch-proto` only (every PDU is encoded and decoded with
+//! it), never on the server crates, so it measures Larch, OpenLDAP or anything else the
+//! same way. It has no TLS yet (`ldaps://` and StartTLS are refused with a clear message).
+//! The `larch gen` and `larch bench` subcommands are thin command-line wrappers over it.
+
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod cpu;
+pub mod fake;
+pub mod gen;
+pub mod names;
+pub mod password;
+pub mod report;
+pub mod rng;
+pub mod sweep;
+pub mod template;
+pub mod url;
+
+pub use client::{run, Attributes, AuthConnection, BenchConfig, BenchError, Workload};
+pub use gen::{generate_to_dir, GenConfig, GenSummary, Generator};
+pub use password::PasswordScheme;
+pub use report::Report;

@@ -1,31 +1,465 @@
-//! The `larch` binary. It will carry the subcommands `serve`, `import`, `export`,
-//! `snapshot`, `verify`, `gen`, `bench` and `passwd`; none of them exists yet, and the
-//! binary says so rather than pretending.
+//! The `larch` binary. Subcommands that exist: `gen` (benchmark data) and `bench` (the load
+//! client), both from `larch-bench`. `serve`, `import`, `export`, `snapshot`, `verify` and
+//! `passwd` do not exist yet; `serve` says so rather than pretending.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use larch_bench::sweep::{self, Sweep};
+use larch_bench::template::{FilterTemplate, ValueFile};
+use larch_bench::url::LdapUrl;
+use larch_bench::{Attributes, AuthConnection, BenchConfig, GenConfig, PasswordScheme, Workload};
+use larch_proto::SearchScope;
+
+const NOT_BUILT: &str = "the directory server is not built yet; so far there are the LDAPv3 codec \
+                         (larch-proto), the directory model (larch-model) and the benchmark tools \
+                         (`larch gen`, `larch bench`). See README.md.";
+
+/// Larch: an LDAPv3 directory server (in construction) and its benchmark tools.
+#[derive(Debug, Parser)]
+#[command(name = "larch", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the directory server (not built yet).
+    Serve,
+    /// Generate DirectoryMark-style benchmark data: LDIF plus value files.
+    Gen(GenArgs),
+    /// Load an LDAP server and report throughput, latency and CPU use.
+    ///
+    /// Plain ldap:// only for now: ldaps:// and StartTLS are not implemented in the load
+    /// client yet.
+    Bench(Box<BenchArgs>),
+}
+
+/// `larch gen`.
+#[derive(Debug, Args)]
+struct GenArgs {
+    /// Number of inetOrgPerson entries.
+    #[arg(short = 'n', long, default_value_t = 100_000)]
+    entries: u64,
+    /// Output directory: data.ldif, cn.txt, uid.txt, mail.txt, dn.txt.
+    #[arg(short, long, default_value = "larch-data")]
+    out: PathBuf,
+    /// Seed: the same seed gives the same octets.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Suffix (first RDN dc=, o= or ou=).
+    #[arg(long, default_value = "dc=example,dc=com")]
+    suffix: String,
+    /// Organizational units under ou=People (0: people directly under it).
+    #[arg(long, default_value_t = 0)]
+    ous: u32,
+    /// groupOfNames entries under ou=Groups.
+    #[arg(long, default_value_t = 0)]
+    groups: u32,
+    /// Members per group.
+    #[arg(long, default_value_t = 50)]
+    group_members: u32,
+    /// userPassword scheme: SSHA, SSHA256, SSHA512 or CLEARTEXT.
+    #[arg(long, default_value = "SSHA")]
+    password_scheme: PasswordScheme,
+    /// Every person's password.
+    #[arg(long, default_value = "password")]
+    password: String,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `larch bench`.
+#[derive(Debug, Args)]
+#[command(after_help = "Workloads:\n  \
+    search  random value from --values in --filter (DSRK searchrate, DirectoryMark)\n  \
+    auth    search --auth-filter with a uid from --auth-values, then bind as the DN found (SLAMD);\n          \
+    --auth-connection same (one at a time per connection) or new (connect+search+bind+unbind)\n  \
+    modify  replace --modify-attribute of a random DN from --dns (DSRK modrate)\n  \
+    mixed   --search-percent searches, the rest modifies\n  \
+    add     add new entries under --add-parent (left in place)\n  \
+    delete  delete each DN of --dns once, in order\n  \
+    churn   add new entries and delete them again\n\n\
+    With --data DIR (the output of `larch gen`), --values, --auth-values and --dns default to the\n\
+    value file of the filter's attribute (DIR/cn.txt for (cn={})), DIR/uid.txt and DIR/dn.txt.\n\
+    TLS: ldaps:// and StartTLS are not supported yet.")]
+struct BenchArgs {
+    /// Server URL (ldap://host:port; ldaps:// is not supported yet).
+    #[arg(short = 'H', long, default_value = "ldap://127.0.0.1:389")]
+    url: String,
+    /// search, auth, modify, mixed, add, delete or churn.
+    #[arg(short = 'W', long, default_value = "search", value_parser = parse_workload)]
+    workload: Workload,
+    /// Connections (auth with --auth-connection new: concurrent operations).
+    #[arg(short = 'c', long, default_value_t = 8)]
+    connections: usize,
+    /// Operations in flight per connection (pipeline depth; auth uses 1).
+    #[arg(short = 'd', long, default_value_t = 8)]
+    depth: usize,
+    /// Client threads (default: the CPUs this process may run on).
+    #[arg(short = 't', long)]
+    threads: Option<usize>,
+    /// Measured duration (e.g. 10s, 500ms, 2m).
+    #[arg(short = 'l', long, default_value = "10s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Warm-up before measuring.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    warmup: Duration,
+    /// Target rate in operations per second (open loop); default: as fast as possible.
+    #[arg(short = 'r', long)]
+    rate: Option<f64>,
+    /// Bind DN for every connection before the run (anonymous if absent).
+    #[arg(short = 'D', long)]
+    bind_dn: Option<String>,
+    /// Bind password.
+    #[arg(short = 'w', long, default_value = "")]
+    bind_password: String,
+    /// Directory written by `larch gen`: default value files.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Search base.
+    #[arg(short = 'b', long, default_value = "dc=example,dc=com")]
+    base: String,
+    /// Search scope: base, one, sub or children.
+    #[arg(short = 's', long, default_value = "sub", value_parser = parse_scope)]
+    scope: SearchScope,
+    /// Filter template; {} is replaced by a random value (escaped).
+    #[arg(short = 'f', long, default_value = "(cn={})")]
+    filter: String,
+    /// Attributes to return: all, none (1.1), or a comma-separated list.
+    #[arg(short = 'a', long, default_value = "all")]
+    attrs: String,
+    /// Value file for --filter (one value per line).
+    #[arg(long)]
+    values: Option<PathBuf>,
+    /// Size limit sent with searches (0: none).
+    #[arg(long, default_value_t = 0)]
+    size_limit: u32,
+    /// Filter template of the auth workload's search.
+    #[arg(long, default_value = "(uid={})")]
+    auth_filter: String,
+    /// Value file for --auth-filter.
+    #[arg(long)]
+    auth_values: Option<PathBuf>,
+    /// Password the auth workload binds with.
+    #[arg(long, default_value = "password")]
+    auth_password: String,
+    /// Auth on the same connection or a new connection per operation.
+    #[arg(long, default_value = "same", value_parser = ["same", "new"])]
+    auth_connection: String,
+    /// DN file for modify and delete.
+    #[arg(long)]
+    dns: Option<PathBuf>,
+    /// Attribute replaced by modify.
+    #[arg(long, default_value = "description")]
+    modify_attribute: String,
+    /// Percentage of searches in the mixed workload.
+    #[arg(long, default_value_t = 80)]
+    search_percent: u32,
+    /// Parent of the entries add and churn create.
+    #[arg(long, default_value = "ou=People,dc=example,dc=com")]
+    add_parent: String,
+    /// Seed of the random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// PID of the server, to report its CPU per operation (Linux /proc).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Seconds to wait for operations in flight after the window.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    drain_timeout: Duration,
+    /// One run per value: connections=1,2,4,... (also depth=, rate=, threads=).
+    #[arg(long)]
+    sweep: Option<String>,
+    /// Where --sweep writes its SVG chart.
+    #[arg(long, default_value = "sweep.svg")]
+    svg: PathBuf,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Print the report as one line of key=value pairs (for shell scripts).
+    #[arg(long, conflicts_with = "json")]
+    line: bool,
+    /// No progress lines.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    Workload::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+        format!("unknown workload `{s}` ({})", names.join(", "))
+    })
+}
+
+fn parse_scope(s: &str) -> Result<SearchScope, String> {
+    Ok(match s {
+        "base" => SearchScope::Base,
+        "one" | "onelevel" => SearchScope::OneLevel,
+        "sub" | "subtree" => SearchScope::Subtree,
+        "children" | "subordinate" => SearchScope::Subordinate,
+        _ => return Err(format!("unknown scope `{s}` (base, one, sub, children)")),
+    })
+}
+
+/// `10`, `10s`, `500ms`, `2m`, `1.5s`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("invalid duration `{s}`"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("invalid duration unit in `{s}` (ms, s, m, h)")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("invalid duration `{s}`"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
 
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
-        Some("--version") | Some("-V") => {
-            println!("larch {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        Some(other) => {
-            eprintln!(
-                "larch {}: `{other}` is not available yet; only the LDAPv3 codec (larch-proto) \
-                 is built so far. See README.md.",
-                env!("CARGO_PKG_VERSION")
-            );
+    let cli = Cli::parse();
+    match cli.command {
+        None | Some(Command::Serve) => {
+            eprintln!("larch {}: {NOT_BUILT}", env!("CARGO_PKG_VERSION"));
             ExitCode::from(2)
         }
-        None => {
-            eprintln!(
-                "larch {}: the directory server is not built yet; only the LDAPv3 codec \
-                 (larch-proto) exists so far. See README.md.",
-                env!("CARGO_PKG_VERSION")
-            );
-            ExitCode::from(2)
+        Some(Command::Gen(args)) => report(gen(args)),
+        Some(Command::Bench(args)) => report(bench(*args)),
+    }
+}
+
+fn report(r: Result<(), String>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("larch: {e}");
+            ExitCode::FAILURE
         }
+    }
+}
+
+fn gen(a: GenArgs) -> Result<(), String> {
+    let cfg = GenConfig {
+        entries: a.entries,
+        seed: a.seed,
+        suffix: a.suffix,
+        ous: a.ous,
+        groups: a.groups,
+        group_members: a.group_members,
+        scheme: a.password_scheme,
+        password: a.password,
+    };
+    let summary = larch_bench::generate_to_dir(cfg, &a.out).map_err(|e| e.to_string())?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!(
+            "wrote {} entries ({} people, {} groups, {} ous) to {}: {:.1} MB of LDIF, {:.0} octets per person, in {:.2} s",
+            summary.total_entries,
+            summary.people,
+            summary.groups,
+            summary.ous,
+            a.out.join(larch_bench::gen::files::LDIF).display(),
+            summary.ldif_bytes as f64 / 1e6,
+            summary.avg_person_bytes,
+            summary.elapsed.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn load_values(path: &Path) -> Result<Arc<ValueFile>, String> {
+    ValueFile::read(path).map(Arc::new).map_err(|e| e.to_string())
+}
+
+/// The attribute the first `{}` of a template is asserted on: `(cn={})` gives `cn`.
+fn template_attribute(template: &str) -> Option<&str> {
+    let before = &template[..template.find("{}")?];
+    let eq = before.rfind('=')?;
+    let start = before[..eq].rfind('(').map_or(0, |i| i + 1);
+    let attr = before[start..eq].trim_end_matches(['~', '<', '>', ':']);
+    (!attr.is_empty()).then_some(attr)
+}
+
+/// The value file given, or the one `larch gen` wrote for `attr` in `--data`.
+fn value_file(
+    given: &Option<PathBuf>,
+    data: &Option<PathBuf>,
+    file: Option<String>,
+) -> Result<Option<Arc<ValueFile>>, String> {
+    let path = match (given, data, file) {
+        (Some(p), _, _) => p.clone(),
+        (None, Some(d), Some(f)) if d.join(&f).exists() => d.join(f),
+        _ => return Ok(None),
+    };
+    load_values(&path).map(Some)
+}
+
+fn bench(a: BenchArgs) -> Result<(), String> {
+    let url = LdapUrl::parse(&a.url).map_err(|e| e.to_string())?;
+    let mut cfg = BenchConfig::new(url, a.workload);
+    cfg.connections = a.connections;
+    cfg.depth = a.depth;
+    if let Some(t) = a.threads {
+        cfg.threads = t.max(1);
+    }
+    cfg.duration = a.duration;
+    cfg.warmup = a.warmup;
+    cfg.rate = a.rate;
+    cfg.bind = a.bind_dn.clone().map(|dn| (dn, a.bind_password.clone()));
+    cfg.base = a.base.clone();
+    cfg.scope = a.scope;
+    cfg.filter = if a.filter.contains("{}") {
+        FilterTemplate::parse(&a.filter)
+    } else {
+        FilterTemplate::fixed(&a.filter)
+    }
+    .map_err(|e| e.to_string())?;
+    cfg.attributes = Attributes::parse(&a.attrs);
+    cfg.size_limit = a.size_limit;
+    cfg.auth_filter = FilterTemplate::parse(&a.auth_filter).map_err(|e| e.to_string())?;
+    cfg.auth_password = a.auth_password.clone();
+    cfg.auth_connection = if a.auth_connection == "new" {
+        AuthConnection::New
+    } else {
+        AuthConnection::Same
+    };
+    cfg.modify_attribute = a.modify_attribute.clone();
+    cfg.search_percent = a.search_percent;
+    cfg.add_parent = a.add_parent.clone();
+    cfg.seed = a.seed;
+    cfg.server_pid = a.server_pid;
+    cfg.progress = !a.quiet;
+    cfg.drain_timeout = a.drain_timeout;
+    let needs_search =
+        matches!(a.workload, Workload::Search | Workload::Mixed) && cfg.filter.placeholders() > 0;
+    if needs_search {
+        let file = template_attribute(&a.filter).map(|attr| format!("{}.txt", attr.to_ascii_lowercase()));
+        cfg.values = value_file(&a.values, &a.data, file)?;
+    }
+    if a.workload == Workload::Auth {
+        let file =
+            template_attribute(&a.auth_filter).map(|attr| format!("{}.txt", attr.to_ascii_lowercase()));
+        cfg.auth_values = value_file(&a.auth_values, &a.data, file)?;
+    }
+    if matches!(a.workload, Workload::Modify | Workload::Mixed | Workload::Delete) {
+        cfg.dns = value_file(&a.dns, &a.data, Some("dn.txt".into()))?;
+    }
+
+    let Some(sweep_arg) = &a.sweep else {
+        let report = larch_bench::run(&cfg).map_err(|e| e.to_string())?;
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+            );
+        } else if a.line {
+            println!("{}", report.to_line());
+        } else {
+            print!("{}", report.to_text());
+        }
+        return Ok(());
+    };
+    let sweep = Sweep::parse(sweep_arg)?;
+    let mut points = Vec::new();
+    for &v in &sweep.values {
+        let c = sweep.apply(&cfg, v);
+        if !a.quiet {
+            eprintln!("--- {} = {v}", sweep.param.name());
+        }
+        let r = larch_bench::run(&c).map_err(|e| e.to_string())?;
+        if !a.json && !a.quiet {
+            eprint!("{}", r.to_text());
+        }
+        points.push((v, r));
+    }
+    let title = format!(
+        "larch bench {} on {}: throughput and p99 vs {}",
+        points[0].1.workload,
+        cfg.url,
+        sweep.param.name()
+    );
+    std::fs::write(&a.svg, sweep::svg(sweep.param, &points, &title))
+        .map_err(|e| format!("{}: {e}", a.svg.display()))?;
+    if a.json {
+        let json = serde_json::json!({
+            "param": sweep.param.name(),
+            "svg": a.svg,
+            "points": points.iter().map(|(v, r)| serde_json::json!({"value": v, "report": r})).collect::<Vec<_>>(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?
+        );
+    } else if a.line {
+        for (v, r) in &points {
+            println!("{}={v} {}", sweep.param.name(), r.to_line());
+        }
+    } else {
+        print!("{}", sweep::table(sweep.param, &points));
+        println!("chart: {}", a.svg.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("2x").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn template_attributes() {
+        assert_eq!(template_attribute("(cn={})"), Some("cn"));
+        assert_eq!(template_attribute("(&(objectClass=person)(uid={}))"), Some("uid"));
+        assert_eq!(template_attribute("mail={}"), Some("mail"));
+        assert_eq!(template_attribute("(cn~={})"), Some("cn"));
+        assert_eq!(template_attribute("(objectClass=*)"), None);
+    }
+
+    #[test]
+    fn cli_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "larch",
+            "bench",
+            "-H",
+            "ldap://h:1",
+            "-W",
+            "auth",
+            "--auth-connection",
+            "new",
+        ])
+        .unwrap();
+        let Some(Command::Bench(b)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(b.workload, Workload::Auth);
+        assert!(Cli::try_parse_from(["larch", "bench", "-W", "nope"]).is_err());
+        assert!(Cli::try_parse_from(["larch", "gen", "--password-scheme", "md5"]).is_err());
     }
 }

@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# bench/compare.sh: OpenLDAP slapd and Larch side by side, same data, same workloads, one run.
+#
+# What it does, in order:
+#   1. installs Debian's slapd and ldap-utils if missing (non-interactive; the packaged
+#      service is kept from starting, and stopped and disabled if it runs anyway);
+#   2. builds `larch` (release) unless --larch-bin is given, and generates the data with
+#      `larch gen` (N inetOrgPerson entries, {SSHA} password "password");
+#   3. slapd: a private instance in a work directory (slapd.conf, back-mdb, suffix
+#      dc=example,dc=com, equality indexes on objectClass cn sn mail uid member uniqueMember,
+#      "anonymous may read everything but userPassword" ACL), loaded with `slapadd -q`
+#      (timed), started on ldap://127.0.0.1:PORT pinned to one CPU (startup timed), disk
+#      size of the mdb directory, RSS per entry from /proc after a full read;
+#   4. the workloads, each with `larch bench` pinned to the other CPU and --server-pid:
+#      search all attributes, search 1.1, auth on the same connection, auth on a new
+#      connection per operation, modify, mixed 80/20;
+#   5. the same for Larch (a column that says "not available" until `larch serve` exists);
+#   6. prints the table (Markdown), and with --update-docs replaces the block between
+#      `<!-- compare:N:begin -->` and `<!-- compare:N:end -->` in docs/benchmarks.md.
+# slapd is stopped by its PID (trap), never by name.
+#
+# Usage: bench/compare.sh [--entries N[,N...]] [--duration SECS] [--warmup SECS]
+#          [--server-cpu C] [--client-cpu C] [--connections N] [--depth N]
+#          [--larch-bin PATH] [--workdir DIR (kept)] [--keep] [--update-docs] [--progress]
+#          [--quiet-wait SECS]   (wait up to SECS for an idle machine before each measurement)
+#          [--nice N]            (scheduling priority of server and client; default -20 as
+#                                 root, so other work on a shared machine cannot take their CPUs)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+orig_args=("$@")
+entries=100000
+duration=10
+warmup=3
+server_cpu=0
+client_cpu=1
+connections=16
+depth=8
+auth_connections=16
+larch_bin=
+workdir=
+keep=0
+update_docs=0
+quiet=--quiet
+quiet_wait=300
+nice_level=-20
+suffix="dc=example,dc=com"
+rootdn="cn=admin,$suffix"
+rootpw=secret
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --entries) entries=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --server-cpu) server_cpu=$2; shift 2 ;;
+    --client-cpu) client_cpu=$2; shift 2 ;;
+    --connections) connections=$2; shift 2 ;;
+    --depth) depth=$2; shift 2 ;;
+    --auth-connections) auth_connections=$2; shift 2 ;;
+    --larch-bin) larch_bin=$2; shift 2 ;;
+    --workdir) workdir=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    --update-docs) update_docs=1; shift ;;
+    --progress) quiet=; shift ;;
+    --quiet-wait) quiet_wait=$2; shift 2 ;;
+    --nice) nice_level=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed 's/^# \{0,1\}//; /^set -euo/d'; exit 0 ;;
+    *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# Several sizes (--entries 100000,1000000): one complete run per size, in order.
+if [[ "$entries" == *,* ]]; then
+  IFS=, read -ra sizes <<<"$entries"
+  for n in "${sizes[@]}"; do "$0" "${orig_args[@]}" --entries "$n"; done
+  exit 0
+fi
+
+say() { printf '== %s\n' "$*" >&2; }
+# pinned CPU and scheduling priority for a server or the client
+pinned() { # pinned CPU command...
+  local cpu=$1; shift
+  if [ "$(id -u)" -eq 0 ] && [ "$nice_level" != 0 ]; then
+    nice -n "$nice_level" taskset -c "$cpu" "$@"
+  else
+    taskset -c "$cpu" "$@"
+  fi
+}
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# ---------------------------------------------------------------- 1. packages
+install_openldap() {
+  if [ -x /usr/sbin/slapd ] && command -v ldapsearch >/dev/null && command -v slapadd >/dev/null; then
+    return
+  fi
+  say "installing slapd and ldap-utils (apt-get)"
+  local made_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    # Keep the packaged service from starting during the installation.
+    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
+    as_root chmod 755 /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  echo "slapd slapd/no_configuration boolean true" | as_root debconf-set-selections
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends slapd ldap-utils >/dev/null
+  if [ "$made_policy" = 1 ]; then as_root rm -f /usr/sbin/policy-rc.d; fi
+  # If the packaged service runs anyway, stop and disable it (it is not ours to use).
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    as_root systemctl disable --now slapd >/dev/null 2>&1 || true
+  elif [ -f /run/slapd/slapd.pid ]; then
+    as_root service slapd stop >/dev/null 2>&1 || true
+  fi
+}
+install_openldap
+command -v taskset >/dev/null || { echo "compare.sh: taskset (util-linux) is required" >&2; exit 1; }
+
+# ---------------------------------------------------------------- 2. larch and the data
+if [ -z "$larch_bin" ]; then
+  say "building larch (release)"
+  (cd "$root" && cargo build --release -q -p larch)
+  larch_bin="${CARGO_TARGET_DIR:-$root/target}/release/larch"
+fi
+[ -x "$larch_bin" ] || { echo "compare.sh: no larch binary at $larch_bin" >&2; exit 1; }
+
+made_workdir=0
+if [ -z "$workdir" ]; then workdir=$(mktemp -d /tmp/larch-compare.XXXXXX); made_workdir=1; fi
+mkdir -p "$workdir"
+data=$workdir/data
+slapd_pid=
+larch_pid=
+declare -A result
+
+cleanup() {
+  # Our instance's PID file lives in our work directory, so this is our slapd.
+  if [ -z "$slapd_pid" ] && [ -s "$workdir/slapd/slapd.pid" ]; then slapd_pid=$(cat "$workdir/slapd/slapd.pid"); fi
+  if [ -n "$slapd_pid" ] && kill -0 "$slapd_pid" 2>/dev/null; then
+    kill "$slapd_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$slapd_pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  if [ "$keep" = 0 ] && [ "$made_workdir" = 1 ]; then rm -rf "$workdir"; else say "kept $workdir"; fi
+}
+trap cleanup EXIT
+
+say "generating $entries entries"
+"$larch_bin" gen -n "$entries" -o "$data" --seed 1 >&2
+
+free_port() {
+  # Below the ephemeral range: a port the client used for its own connections may still be
+  # held by TIME_WAIT sockets, and the server could not bind it.
+  local low p
+  low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range)
+  for p in $(seq 13890 14890); do
+    [ "$p" -lt "$low" ] || break
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+  echo "compare.sh: no free port below $low" >&2; exit 1
+}
+
+busy_cores() { # cores the machine kept busy over one second
+  local a b
+  a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)
+  sleep 1
+  b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)
+  awk -v a="$a" -v b="$b" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }'
+}
+
+# wait_quiet: other work on the machine (builds, ...) distorts every figure; wait up to
+# $quiet_wait seconds for the machine to be idle (< 0.25 cores busy) before a measurement.
+wait_quiet() {
+  local waited=0 busy
+  while :; do
+    busy=$(busy_cores)
+    if awk -v b="$busy" 'BEGIN { exit !(b < 0.25) }'; then return; fi
+    if [ "$waited" -ge "$quiet_wait" ]; then
+      say "warning: the machine is busy ($busy cores used by others); measuring anyway"
+      return
+    fi
+    [ "$waited" = 0 ] && say "waiting for the machine to be idle ($busy cores busy)"
+    waited=$((waited + 1))
+  done
+}
+
+# ---------------------------------------------------------------- 3. slapd
+slapd_dir=$workdir/slapd
+slapd_setup() {
+  rm -rf "$slapd_dir"
+  mkdir -p "$slapd_dir/mdb"
+  local maxsize=$(( (entries / 100000 + 1) * 1073741824 ))
+  cat >"$slapd_dir/slapd.conf" <<EOF
+include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/inetorgperson.schema
+modulepath /usr/lib/ldap
+moduleload back_mdb
+pidfile $slapd_dir/slapd.pid
+argsfile $slapd_dir/slapd.args
+loglevel 0
+sizelimit 500
+
+database mdb
+maxsize $maxsize
+suffix "$suffix"
+rootdn "$rootdn"
+rootpw $rootpw
+directory $slapd_dir/mdb
+index objectClass eq
+index cn,sn,mail,uid eq
+index member,uniqueMember eq
+
+access to attrs=userPassword
+  by self write
+  by anonymous auth
+  by * none
+access to *
+  by self write
+  by * read
+EOF
+}
+
+# slapd_import: prints the seconds slapadd took.
+slapd_import() {
+  local t0 t1
+  t0=$(now)
+  /usr/sbin/slapadd -q -f "$slapd_dir/slapd.conf" -l "$data/data.ldif" >"$slapd_dir/slapadd.log" 2>&1 \
+    || { cat "$slapd_dir/slapadd.log" >&2; exit 1; }
+  t1=$(now)
+  elapsed "$t0" "$t1"
+}
+
+wait_ldap() { # URL: until a base search of the suffix answers
+  local url=$1 i
+  for i in $(seq 3000); do
+    if ldapsearch -x -H "$url" -b "$suffix" -s base -LLL 1.1 >/dev/null 2>&1; then return 0; fi
+    sleep 0.01
+  done
+  return 1
+}
+
+# slapd_start: starts slapd pinned to the server CPU; sets slapd_pid, slapd_url and
+# result[slapd,startup] (seconds until it answered). Not to be run in a subshell.
+slapd_start() {
+  local port t0 t1
+  port=$(free_port)
+  slapd_url="ldap://127.0.0.1:$port/"
+  t0=$(now)
+  pinned "$server_cpu" /usr/sbin/slapd -f "$slapd_dir/slapd.conf" -h "$slapd_url"
+  for _ in $(seq 500); do [ -s "$slapd_dir/slapd.pid" ] && break; sleep 0.01; done
+  slapd_pid=$(cat "$slapd_dir/slapd.pid")
+  wait_ldap "$slapd_url" || { echo "compare.sh: slapd did not answer on $slapd_url" >&2; exit 1; }
+  t1=$(now)
+  result[slapd,startup]=$(elapsed "$t0" "$t1")
+}
+
+slapd_stop() {
+  if [ -n "$slapd_pid" ]; then
+    kill "$slapd_pid" 2>/dev/null || true
+    for _ in $(seq 300); do kill -0 "$slapd_pid" 2>/dev/null || break; sleep 0.1; done
+    slapd_pid=
+  fi
+}
+
+# ---------------------------------------------------------------- 5. Larch (pending)
+# When `larch serve` exists, fill these four functions in (same contract as slapd_*):
+#   larch_setup   - write a config pointing at $workdir/larch (or use the embedded defaults)
+#   larch_import  - `larch import $data/data.ldif` (timed; print seconds)
+#   larch_start   - pinned "$server_cpu" larch serve ... &, set larch_pid, larch_url and
+#                   result[larch,startup] after wait_ldap (not in a subshell)
+#   larch_stop    - kill "$larch_pid"
+# and the table fills its Larch column and ratios by itself.
+larch_serve_available() {
+  ! "$larch_bin" serve --help 2>&1 | grep -q "not built yet"
+}
+larch_setup() { return 1; }
+larch_import() { return 1; }
+larch_start() { return 1; }
+larch_stop() { :; }
+NA_LARCH="not available: larch serve is not built yet"
+
+# ---------------------------------------------------------------- 4. workloads
+# run_workload NAME URL PID: runs one workload, prints larch bench's key=value line.
+run_workload() {
+  local name=$1 url=$2 pid=$3
+  local common=(-H "$url" --server-pid "$pid" --duration "${duration}s" --warmup "${warmup}s" --line $quiet)
+  local args
+  case "$name" in
+    search-all) args=(-W search -f '(cn={})' -a all --values "$data/cn.txt" -c "$connections" -d "$depth") ;;
+    search-1.1) args=(-W search -f '(cn={})' -a none --values "$data/cn.txt" -c "$connections" -d "$depth") ;;
+    auth-same) args=(-W auth --auth-connection same --auth-values "$data/uid.txt" -c "$auth_connections") ;;
+    auth-new) args=(-W auth --auth-connection new --auth-values "$data/uid.txt" -c "$auth_connections") ;;
+    modify) args=(-W modify --dns "$data/dn.txt" -D "$rootdn" -w "$rootpw" -c "$connections" -d "$depth") ;;
+    mixed) args=(-W mixed --search-percent 80 -f '(cn={})' -a all --values "$data/cn.txt" --dns "$data/dn.txt"
+                 -D "$rootdn" -w "$rootpw" -c "$connections" -d "$depth") ;;
+  esac
+  pinned "$client_cpu" "$larch_bin" bench "${common[@]}" "${args[@]}"
+}
+
+field() { # field KEY LINE
+  local kv
+  for kv in $2; do
+    if [ "${kv%%=*}" = "$1" ]; then echo "${kv#*=}"; return; fi
+  done
+  echo "-"
+}
+
+workloads=(search-all search-1.1 auth-same auth-new modify mixed)
+
+measure_server() { # measure_server NAME (slapd|larch)
+  local s=$1 pid url
+  if [ "$s" = slapd ]; then pid=$slapd_pid; url=$slapd_url; else pid=$larch_pid; url=$larch_url; fi
+  # Read every entry once (as the rootdn, no size limit) so RSS counts the data set.
+  local t0 t1
+  t0=$(now)
+  ldapsearch -x -H "$url" -D "$rootdn" -w "$rootpw" -b "$suffix" -LLL -z 0 '(objectClass=*)' >/dev/null
+  t1=$(now)
+  result[$s,scan]=$(elapsed "$t0" "$t1")
+  local rss
+  rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+  result[$s,rss_kib]=$rss
+  result[$s,rss_per_entry]=$(awk -v r="$rss" -v n="$entries" 'BEGIN { printf "%.0f", r * 1024 / n }')
+  local w line
+  for w in "${workloads[@]}"; do
+    wait_quiet
+    say "$s: $w"
+    line=$(run_workload "$w" "$url" "$pid")
+    echo "   $line" >&2
+    result[$s,$w]=$line
+  done
+}
+
+say "slapd: configuring, importing with slapadd -q"
+slapd_setup
+result[slapd,import]=$(slapd_import)
+result[slapd,disk_kib]=$(du -sk "$slapd_dir/mdb" | awk '{ print $1 }')
+say "slapd: starting on CPU $server_cpu"
+slapd_start
+measure_server slapd
+slapd_stop
+
+larch_ok=0
+if larch_serve_available && larch_setup; then
+  result[larch,import]=$(larch_import)
+  result[larch,disk_kib]=$(du -sk "$workdir/larch" | awk '{ print $1 }')
+  larch_start
+  measure_server larch
+  larch_stop
+  larch_ok=1
+else
+  say "larch: $NA_LARCH"
+fi
+
+# ---------------------------------------------------------------- 6. the table
+slapd_version=$(/usr/sbin/slapd -VV 2>&1 | sed -n 's/.*slapd \([0-9][0-9.]*\).*/\1/p' | head -1)
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+label() {
+  case "$1" in
+    search-all) echo "search, all attributes" ;;
+    search-1.1) echo "search, no attributes (1.1)" ;;
+    auth-same) echo "auth (search+bind), same connection" ;;
+    auth-new) echo "auth, new connection per operation" ;;
+    modify) echo "modify (replace description)" ;;
+    mixed) echo "mixed 80% search / 20% modify" ;;
+  esac
+}
+ratio() { # larch slapd -> "Nx" or -
+  if [ "$larch_ok" = 1 ] && [ "$1" != - ] && [ "$2" != - ]; then
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'
+  else
+    echo "-"
+  fi
+}
+cpu_pct() { # cpu_pct LINE CPU: how busy that CPU was, in percent
+  local list
+  list=$(field cpu_busy "$1")
+  echo "$list" | awk -F, -v i="$2" '{ if ($(i + 1) == "") print "-"; else printf "%.0f%%", $(i + 1) * 100 }'
+}
+larch_cell() { if [ "$larch_ok" = 1 ]; then echo "$1"; else echo "$NA_LARCH"; fi; }
+
+table() {
+  local prio=""
+  if [ "$(id -u)" -eq 0 ] && [ "$nice_level" != 0 ]; then prio=", both at nice $nice_level"; fi
+  echo "Run $(date -u +%Y-%m-%d), $entries entries, $cpu_model ($(nproc) vCPU), Linux $(uname -r)," \
+       "OpenLDAP slapd $slapd_version (Debian), $("$larch_bin" --version). slapd on CPU $server_cpu," \
+       "client on CPU $client_cpu$prio; ${duration} s measured after ${warmup} s warm-up per workload;" \
+       "$connections connections x depth $depth ($auth_connections connections for auth)."
+  echo
+  echo "| workload | slapd ops/s | slapd p50 / p99 µs | slapd process CPU (cores) | slapd µs/op | CPU $server_cpu (slapd) busy | client process CPU (cores) | CPU $client_cpu (client) busy | kernel + other (cores) | errors | Larch ops/s | Larch / slapd |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
+  local w l s_ops
+  for w in "${workloads[@]}"; do
+    l=${result[slapd,$w]}
+    s_ops=$(field ops_per_sec "$l")
+    local lar=- lar_ops=-
+    if [ "$larch_ok" = 1 ]; then lar_ops=$(field ops_per_sec "${result[larch,$w]}"); lar=$lar_ops; fi
+    local others
+    others=$(awk -v m="$(field machine_cores "$l")" -v c="$(field client_cores "$l")" -v s="$(field server_cores "$l")" \
+      'BEGIN { o = m - c - s; if (o < 0) o = 0; printf "%.2f", o }')
+    printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" \
+      "$(printf '%.0f' "$s_ops")" "$(printf '%.0f' "$(field p50_us "$l")")" "$(printf '%.0f' "$(field p99_us "$l")")" \
+      "$(field server_cores "$l")" "$(field server_us_per_op "$l")" "$(cpu_pct "$l" "$server_cpu")" \
+      "$(field client_cores "$l")" "$(cpu_pct "$l" "$client_cpu")" "$others" \
+      "$(field errors "$l")" "$(larch_cell "$lar")" "$(ratio "$lar_ops" "$s_ops")"
+  done
+  echo
+  echo "| measure | slapd | Larch | ratio |"
+  echo "| --- | ---: | --- | ---: |"
+  printf '| import (slapadd -q / larch import), s; ratio = slapd time / Larch time | %s | %s | %s |\n' "${result[slapd,import]}" \
+    "$(larch_cell "${result[larch,import]:-}")" "$(ratio "${result[slapd,import]}" "${result[larch,import]:--}")"
+  printf '| startup until the first answer, s | %s | %s | - |\n' "${result[slapd,startup]}" \
+    "$(larch_cell "${result[larch,startup]:-}")"
+  printf '| RSS after reading every entry, MiB | %s | %s | - |\n' "$(( result[slapd,rss_kib] / 1024 ))" \
+    "$(larch_cell "$(( ${result[larch,rss_kib]:-0} / 1024 ))")"
+  printf '| RSS per entry, octets | %s | %s | - |\n' "${result[slapd,rss_per_entry]}" \
+    "$(larch_cell "${result[larch,rss_per_entry]:-}")"
+  printf '| database on disk, MiB | %s | %s | - |\n' "$(( result[slapd,disk_kib] / 1024 ))" \
+    "$(larch_cell "$(( ${result[larch,disk_kib]:-0} / 1024 ))")"
+  printf '| full read of every entry (ldapsearch), s | %s | %s | - |\n' "${result[slapd,scan]}" \
+    "$(larch_cell "${result[larch,scan]:-}")"
+}
+
+out=$(table)
+echo "$out"
+
+if [ "$update_docs" = 1 ]; then
+  doc=$root/docs/benchmarks.md
+  begin="<!-- compare:$entries:begin -->"
+  end="<!-- compare:$entries:end -->"
+  if grep -qF "$begin" "$doc" && grep -qF "$end" "$doc"; then
+    tmp=$(mktemp)
+    printf '%s\n' "$out" >"$tmp.block"
+    awk -v b="$begin" -v e="$end" -v f="$tmp.block" '
+      $0 == b { print; while ((getline line < f) > 0) print line; skip = 1; next }
+      $0 == e { skip = 0 }
+      !skip { print }' "$doc" >"$tmp"
+    mv "$tmp" "$doc"
+    rm -f "$tmp.block"
+    say "updated $doc ($begin)"
+  else
+    say "no $begin / $end markers in $doc; table not written there"
+  fi
+fi
