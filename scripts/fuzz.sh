@@ -7,8 +7,10 @@
 #   scripts/fuzz.sh filter_string 600
 #   scripts/fuzz.sh dn_parse 600
 #   scripts/fuzz.sh schema_parse 600
+#   scripts/fuzz.sh wal_read 600
+#   scripts/fuzz.sh ldif_parse 600
 set -euo pipefail
-target=${1:?usage: scripts/fuzz.sh <decode_pdu|filter_string|dn_parse|schema_parse> [seconds]}
+target=${1:?usage: scripts/fuzz.sh <decode_pdu|filter_string|dn_parse|schema_parse|wal_read|ldif_parse> [seconds]}
 seconds=${2:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 corpus_root=${LARCH_LDAP_CORPUS:-$root/../shared/ldap-corpus}
@@ -19,7 +21,7 @@ case "$target" in
   decode_pdu)
     for d in "$corpus_root"/*/; do seeds+=("$d"); done
     ;;
-  filter_string|dn_parse|schema_parse)
+  filter_string|dn_parse|schema_parse|wal_read|ldif_parse)
     seeds+=("seeds/$target")
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;

@@ -55,7 +55,7 @@ fuzz_bin=$root/fuzz/target/debug
 shopt -s nullglob
 # target -> its seeds: the shared third-party PDUs for the decoder, fuzz/seeds/<target>
 # for the others.
-for target in decode_pdu filter_string dn_parse schema_parse; do
+for target in decode_pdu filter_string dn_parse schema_parse wal_read ldif_parse; do
   if [ "$target" = decode_pdu ]; then seeds=("$corpus"/*/*); else seeds=(fuzz/seeds/"$target"/*); fi
   if [ "${#seeds[@]}" -eq 0 ]; then
     echo "test fuzz::$target ... FAILED (no seeds)"

@@ -1,11 +1,20 @@
 //! `larch-store`: the in-memory MVCC database beneath the server.
 //!
-//! This crate will hold entries by dense `EntryId` in chunked arenas, attribute indexes,
-//! copy-on-write versions published to lock-free readers, the durable write-ahead log with
-//! group commit, checksummed snapshots loaded in parallel at startup, and LDIF import and
-//! export, all behind a `Storage` trait so tests can inject torn writes and crashes.
+//! Built so far:
+//! - [`storage`]: the `Storage` trait every file access goes through, with the real
+//!   filesystem and a fault-injecting implementation for crash tests;
+//! - [`wal`]: the write-ahead log (segments, CRC32C-checked records, group commit, torn-tail
+//!   recovery);
+//! - [`ldif`]: a streaming RFC 2849 LDIF reader and writer.
 //!
-//! **Status:** not built yet; nothing here works. It is specified by the project's "store"
-//! issue and depends on `larch-model`.
+//! Still to come (see the project's store issue): entries by dense `EntryId` in chunked
+//! arenas, the DN index and attribute indexes, copy-on-write versions published to
+//! lock-free readers, snapshots loaded in parallel at startup, offline import and export.
 //!
 //! What it must not know: sockets, LDAP sessions, access control.
+
+#![forbid(unsafe_code)]
+
+pub mod ldif;
+pub mod storage;
+pub mod wal;

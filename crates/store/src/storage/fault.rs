@@ -1,0 +1,358 @@
+//! [`FaultStorage`]: an in-memory filesystem that misbehaves on purpose, deterministically
+//! from a seed, so crash tests are reproducible.
+//!
+//! Model: every file (inode) holds its current octets and the octets as of its last
+//! successful `sync`; directory entries are visible at once and durable after `sync_dir`.
+//! [`FaultStorage::crash`] is a power cut: names fall back to their last synced directory
+//! state, each surviving file falls back to its synced octets plus (when torn writes are on)
+//! a seed-chosen prefix of what was written after that; handles opened before the crash
+//! fail from then on. A truncate that was not followed by a sync is not modelled: `truncate`
+//! is durable at once, as the trait says.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::{AppendFile, Storage};
+
+/// What a [`FaultStorage`] injects.
+#[derive(Debug, Clone, Default)]
+pub struct FaultConfig {
+    /// Seed of every random choice (short write lengths, failing syncs, torn tails).
+    pub seed: u64,
+    /// On [`FaultStorage::crash`], keep a random prefix of each file's unsynced octets
+    /// (a torn write) instead of none of them.
+    pub torn_writes: bool,
+    /// `write` accepts a random number of octets (at least one) instead of all of them.
+    pub short_writes: bool,
+    /// Chance, in thousandths, that a file `sync` fails (0 = never).
+    pub sync_failure_per_mille: u32,
+    /// Time each file `sync` takes, to let group commit gather records as on a real disk.
+    pub sync_delay: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Inode {
+    data: Vec<u8>,
+    synced: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    rng: u64,
+    epoch: u64,
+    next_inode: u64,
+    inodes: BTreeMap<u64, Inode>,
+    names: BTreeMap<PathBuf, u64>,
+    durable_names: BTreeMap<PathBuf, u64>,
+    dirs: BTreeSet<PathBuf>,
+    fail_syncs: bool,
+    file_syncs: u64,
+    dir_syncs: u64,
+}
+
+impl State {
+    /// splitmix64: small, good enough, and the same on every platform.
+    fn next_random(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A random number in `0..=max`.
+    fn random_up_to(&mut self, max: usize) -> usize {
+        let r = self.next_random();
+        // `max + 1` cannot overflow for in-memory lengths; the modulo keeps it in range.
+        (r % (max as u64).saturating_add(1)) as usize
+    }
+
+    fn crash(&mut self, keep: impl Fn(&mut State, usize) -> usize) {
+        self.epoch += 1;
+        self.fail_syncs = false;
+        self.names = self.durable_names.clone();
+        let live: BTreeSet<u64> = self.names.values().copied().collect();
+        self.inodes.retain(|id, _| live.contains(id));
+        let ids: Vec<u64> = self.inodes.keys().copied().collect();
+        for id in ids {
+            let Some(inode) = self.inodes.remove(&id) else {
+                continue;
+            };
+            let mut survived = inode.synced;
+            if let Some(tail) = inode.data.strip_prefix(survived.as_slice()) {
+                let k = keep(self, tail.len()).min(tail.len());
+                survived.extend_from_slice(tail.get(..k).unwrap_or_default());
+            }
+            self.inodes.insert(
+                id,
+                Inode {
+                    data: survived.clone(),
+                    synced: survived,
+                },
+            );
+        }
+    }
+}
+
+/// An in-memory [`Storage`] with deterministic fault injection. Cloning shares the same
+/// files (so a test keeps a handle while the WAL owns another).
+#[derive(Debug, Clone, Default)]
+pub struct FaultStorage {
+    state: Arc<Mutex<State>>,
+    config: Arc<FaultConfig>,
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file", path.display()),
+    )
+}
+
+fn parent(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+impl FaultStorage {
+    /// A well-behaved in-memory filesystem (no faults until configured).
+    pub fn new(seed: u64) -> Self {
+        Self::with_config(FaultConfig {
+            seed,
+            ..FaultConfig::default()
+        })
+    }
+
+    /// An in-memory filesystem injecting the faults `config` asks for.
+    pub fn with_config(config: FaultConfig) -> Self {
+        let state = State {
+            rng: config.seed,
+            ..State::default()
+        };
+        FaultStorage {
+            state: Arc::new(Mutex::new(state)),
+            config: Arc::new(config),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock can only come from a test assertion; the state
+        // itself is never left half-updated, so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A power cut: everything not made durable is lost, except that with
+    /// [`FaultConfig::torn_writes`] a seed-chosen prefix of each file's unsynced octets
+    /// survives. Open handles fail from now on; a manual [`FaultStorage::set_fail_syncs`]
+    /// is reset.
+    pub fn crash(&self) {
+        let torn = self.config.torn_writes;
+        self.lock()
+            .crash(|s, len| if torn { s.random_up_to(len) } else { 0 });
+    }
+
+    /// A power cut that keeps exactly the first `keep` unsynced octets of every file (or
+    /// all of them when fewer): tears a write at a chosen offset.
+    pub fn crash_keeping(&self, keep: usize) {
+        self.lock().crash(|_, _| keep);
+    }
+
+    /// Makes every file `sync` fail (`true`) or behave per the configuration (`false`).
+    pub fn set_fail_syncs(&self, fail: bool) {
+        self.lock().fail_syncs = fail;
+    }
+
+    /// File `sync` calls so far (failed ones included).
+    pub fn file_sync_count(&self) -> u64 {
+        self.lock().file_syncs
+    }
+
+    /// Directory `sync_dir` calls so far.
+    pub fn dir_sync_count(&self) -> u64 {
+        self.lock().dir_syncs
+    }
+
+    /// Creates or replaces `path` with `data`, durably (name and content), creating its
+    /// directory: how tests and fuzz targets plant a file.
+    pub fn put_durable(&self, path: &Path, data: &[u8]) {
+        let mut s = self.lock();
+        s.dirs.insert(parent(path));
+        let id = s.next_inode;
+        s.next_inode += 1;
+        s.inodes.insert(
+            id,
+            Inode {
+                data: data.to_vec(),
+                synced: data.to_vec(),
+            },
+        );
+        s.names.insert(path.to_path_buf(), id);
+        s.durable_names.insert(path.to_path_buf(), id);
+    }
+
+    /// XORs `mask` into the octet at `offset` of `path`, durably (simulated media
+    /// corruption). Returns `false` when there is no such file or octet.
+    pub fn corrupt(&self, path: &Path, offset: usize, mask: u8) -> bool {
+        let mut s = self.lock();
+        let Some(&id) = s.names.get(path) else {
+            return false;
+        };
+        let Some(inode) = s.inodes.get_mut(&id) else {
+            return false;
+        };
+        let mut hit = false;
+        for buf in [&mut inode.data, &mut inode.synced] {
+            if let Some(b) = buf.get_mut(offset) {
+                *b ^= mask;
+                hit = true;
+            }
+        }
+        hit
+    }
+}
+
+struct FaultFile {
+    storage: FaultStorage,
+    inode: u64,
+    epoch: u64,
+}
+
+impl FaultFile {
+    fn state(&self) -> io::Result<MutexGuard<'_, State>> {
+        let s = self.storage.lock();
+        if s.epoch != self.epoch {
+            return Err(io::Error::other("file handle opened before a crash"));
+        }
+        Ok(s)
+    }
+}
+
+impl AppendFile for FaultFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let short = self.storage.config.short_writes;
+        let mut s = self.state()?;
+        let n = if short && buf.len() > 1 {
+            1 + s.random_up_to(buf.len() - 1)
+        } else {
+            buf.len()
+        };
+        let inode = s.inodes.entry(self.inode).or_default();
+        inode.data.extend_from_slice(buf.get(..n).unwrap_or_default());
+        Ok(n)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let delay = self.storage.config.sync_delay;
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
+        let per_mille = u64::from(self.storage.config.sync_failure_per_mille);
+        let mut s = self.state()?;
+        s.file_syncs += 1;
+        let random_failure = per_mille > 0 && s.next_random() % 1000 < per_mille;
+        if s.fail_syncs || random_failure {
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        if let Some(inode) = s.inodes.get_mut(&self.inode) {
+            inode.synced = inode.data.clone();
+        }
+        Ok(())
+    }
+}
+
+impl Storage for FaultStorage {
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+        let mut s = self.lock();
+        if !s.dirs.contains(&parent(path)) {
+            return Err(not_found(path));
+        }
+        let id = match s.names.get(path) {
+            Some(&id) => id,
+            None => {
+                let id = s.next_inode;
+                s.next_inode += 1;
+                s.inodes.insert(id, Inode::default());
+                s.names.insert(path.to_path_buf(), id);
+                id
+            }
+        };
+        let epoch = s.epoch;
+        Ok(Box::new(FaultFile {
+            storage: self.clone(),
+            inode: id,
+            epoch,
+        }))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let s = self.lock();
+        let id = s.names.get(path).ok_or_else(|| not_found(path))?;
+        Ok(s.inodes.get(id).map(|i| i.data.clone()).unwrap_or_default())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let s = self.lock();
+        if !s.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let mut names: Vec<String> = s
+            .names
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        // Directories are durable at once in this model: the WAL creates its directory
+        // before anything else, and no test needs to lose it.
+        let mut s = self.lock();
+        let mut d = Some(dir);
+        while let Some(p) = d {
+            s.dirs.insert(p.to_path_buf());
+            d = p.parent();
+        }
+        Ok(())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        let id = s.names.remove(from).ok_or_else(|| not_found(from))?;
+        s.names.insert(to.to_path_buf(), id);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        s.names.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let mut s = self.lock();
+        let id = *s.names.get(path).ok_or_else(|| not_found(path))?;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if let Some(inode) = s.inodes.get_mut(&id) {
+            inode.data.truncate(len);
+            inode.synced.truncate(len);
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        s.dir_syncs += 1;
+        s.durable_names.retain(|p, _| p.parent() != Some(dir));
+        let entries: Vec<(PathBuf, u64)> = s
+            .names
+            .iter()
+            .filter(|(p, _)| p.parent() == Some(dir))
+            .map(|(p, &id)| (p.clone(), id))
+            .collect();
+        s.durable_names.extend(entries);
+        Ok(())
+    }
+}

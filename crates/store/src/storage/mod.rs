@@ -1,0 +1,82 @@
+//! The `Storage` trait: every file the store touches (WAL segments, later snapshots) goes
+//! through it, so tests can replace the disk with [`FaultStorage`], which injects torn
+//! writes, short writes, failing fsyncs and crashes deterministically from a seed.
+//!
+//! Durability model (what each implementation promises, and what [`FaultStorage`] models):
+//! - bytes written with [`AppendFile::write`] are visible to readers at once, but survive a
+//!   crash only after [`AppendFile::sync`] returns `Ok`;
+//! - a file's *name* (creation, rename, removal) survives a crash only after
+//!   [`Storage::sync_dir`] on its directory returns `Ok`;
+//! - [`Storage::truncate`] is durable when it returns `Ok`;
+//! - after a failed `sync`, nothing written since the last successful `sync` may be assumed
+//!   durable, and retrying the `sync` does not make it so (Linux may have dropped the dirty
+//!   pages), so callers must treat the file as lost from that point on.
+
+mod fault;
+mod fs;
+
+use std::io;
+use std::path::Path;
+
+pub use fault::{FaultConfig, FaultStorage};
+pub use fs::FsStorage;
+
+/// A file opened for appending.
+pub trait AppendFile: Send {
+    /// Appends up to `buf.len()` octets at the end of the file and returns how many were
+    /// written, which may be fewer (a short write). Not durable until [`AppendFile::sync`].
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
+
+    /// Makes everything written so far durable (fsync). On `Err`, none of the writes since
+    /// the previous successful `sync` may be assumed durable.
+    fn sync(&mut self) -> io::Result<()>;
+
+    /// Appends all of `buf`, repeating short writes. Not durable until [`AppendFile::sync`].
+    fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let n = self.write(buf)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "the storage accepted no octets",
+                ));
+            }
+            buf = buf.get(n..).unwrap_or_default();
+        }
+        Ok(())
+    }
+}
+
+/// The file operations the store needs, with their durability meaning.
+///
+/// Paths are used as given; implementations do not resolve `..` or symbolic links
+/// specially.
+pub trait Storage: Send + Sync {
+    /// Opens `path` for appending, creating it empty if it does not exist. A newly created
+    /// file's name is durable only after [`Storage::sync_dir`] on its directory.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>>;
+
+    /// Reads the whole current content of `path` (durable or not).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// The names (not paths) of the regular files directly in `dir`, sorted.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+
+    /// Creates `dir` and its parents if missing. Durable after [`Storage::sync_dir`] on the
+    /// parent.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+
+    /// Renames `from` to `to`, replacing `to` atomically. Durable after
+    /// [`Storage::sync_dir`] on the directory (or both directories).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Removes the file `path`. Durable after [`Storage::sync_dir`] on its directory.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+
+    /// Shortens `path` to `len` octets (never lengthens it) and makes the new length
+    /// durable before returning `Ok`.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+
+    /// Makes the directory's entries (created, renamed, removed names) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}

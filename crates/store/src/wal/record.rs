@@ -1,0 +1,171 @@
+//! The payload the store writes into a WAL record: one [`Change`], BER-encoded.
+//!
+//! ```text
+//! Change ::= CHOICE {
+//!     add      [0] SEQUENCE { dn OCTET STRING, attributes OCTET STRING },
+//!     modify   [1] SEQUENCE { dn OCTET STRING, attributes OCTET STRING },
+//!     delete   [2] SEQUENCE { dn OCTET STRING },
+//!     modifyDn [3] SEQUENCE { dn OCTET STRING, newDn OCTET STRING, attributes OCTET STRING } }
+//! ```
+//!
+//! Tags are context-specific and constructed (`0xa0`..`0xa3`); lengths are definite and
+//! minimal. `dn` and `newDn` are UTF-8 (RFC 4514 text as the store keeps it).
+//! `attributes` wraps, as opaque octets, the entry's complete attribute list in its stored
+//! BER form *after* the change, so replay never re-runs modify logic or schema decisions: it
+//! puts the entry in exactly the state it had. The whole payload is exactly one `Change`;
+//! trailing octets are an error.
+
+use larch_proto::ber::{tag, Reader, Writer};
+use larch_proto::DecodeError;
+
+/// One logged change to the directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// An entry was added with these attributes.
+    Add {
+        /// The new entry's DN.
+        dn: String,
+        /// The entry's attribute list in stored BER form.
+        attributes_ber: Vec<u8>,
+    },
+    /// An entry was modified; its full attribute list after the change.
+    Modify {
+        /// The entry's DN.
+        dn: String,
+        /// The entry's complete attribute list after the change, in stored BER form.
+        attributes_ber: Vec<u8>,
+    },
+    /// An entry was deleted.
+    Delete {
+        /// The deleted entry's DN.
+        dn: String,
+    },
+    /// An entry was renamed or moved; its attribute list after the change (the RDN values
+    /// may have been added or removed).
+    ModifyDn {
+        /// The DN before.
+        dn: String,
+        /// The DN after.
+        new_dn: String,
+        /// The entry's complete attribute list after the change, in stored BER form.
+        attributes_ber: Vec<u8>,
+    },
+}
+
+/// Why a payload is not a [`Change`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangeDecodeError {
+    /// The BER structure is wrong.
+    #[error("bad change record: {0}")]
+    Ber(#[from] DecodeError),
+    /// The first tag is not one of the four kinds.
+    #[error("unknown change kind (tag 0x{0:02x})")]
+    UnknownKind(u8),
+    /// The payload is empty.
+    #[error("empty change record")]
+    Empty,
+    /// A DN is not UTF-8.
+    #[error("a DN in a change record is not UTF-8")]
+    InvalidUtf8,
+}
+
+const ADD: u8 = tag::context_constructed(0);
+const MODIFY: u8 = tag::context_constructed(1);
+const DELETE: u8 = tag::context_constructed(2);
+const MODIFY_DN: u8 = tag::context_constructed(3);
+
+fn read_dn(r: &mut Reader<'_>, ctx: &'static str) -> Result<String, ChangeDecodeError> {
+    let octets = r.read_octets(tag::OCTET_STRING, ctx)?;
+    String::from_utf8(octets.to_vec()).map_err(|_| ChangeDecodeError::InvalidUtf8)
+}
+
+impl Change {
+    /// The DN the change applies to (the old DN of a rename).
+    pub fn dn(&self) -> &str {
+        match self {
+            Change::Add { dn, .. }
+            | Change::Modify { dn, .. }
+            | Change::Delete { dn }
+            | Change::ModifyDn { dn, .. } => dn,
+        }
+    }
+
+    /// Appends the BER encoding to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let mut w = Writer::new(out);
+        match self {
+            Change::Add { dn, attributes_ber } | Change::Modify { dn, attributes_ber } => {
+                let t = if matches!(self, Change::Add { .. }) {
+                    ADD
+                } else {
+                    MODIFY
+                };
+                w.constructed(t, |w| {
+                    w.octet_string(dn.as_bytes());
+                    w.octet_string(attributes_ber);
+                });
+            }
+            Change::Delete { dn } => w.constructed(DELETE, |w| w.octet_string(dn.as_bytes())),
+            Change::ModifyDn {
+                dn,
+                new_dn,
+                attributes_ber,
+            } => w.constructed(MODIFY_DN, |w| {
+                w.octet_string(dn.as_bytes());
+                w.octet_string(new_dn.as_bytes());
+                w.octet_string(attributes_ber);
+            }),
+        }
+    }
+
+    /// The encoding as a new buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+
+    /// Decodes one change; never panics, whatever the input.
+    pub fn decode(payload: &[u8]) -> Result<Change, ChangeDecodeError> {
+        let mut r = Reader::new(payload);
+        let t = r.peek_tag().ok_or(ChangeDecodeError::Empty)?;
+        let change = match t {
+            ADD | MODIFY => {
+                let ctx = if t == ADD { "Change.add" } else { "Change.modify" };
+                let mut body = r.read_constructed(t, ctx)?;
+                let dn = read_dn(&mut body, ctx)?;
+                let attributes_ber = body.read_octets(tag::OCTET_STRING, ctx)?.to_vec();
+                body.finish(ctx)?;
+                if t == ADD {
+                    Change::Add { dn, attributes_ber }
+                } else {
+                    Change::Modify { dn, attributes_ber }
+                }
+            }
+            DELETE => {
+                let ctx = "Change.delete";
+                let mut body = r.read_constructed(t, ctx)?;
+                let dn = read_dn(&mut body, ctx)?;
+                body.finish(ctx)?;
+                Change::Delete { dn }
+            }
+            MODIFY_DN => {
+                let ctx = "Change.modifyDn";
+                let mut body = r.read_constructed(t, ctx)?;
+                let dn = read_dn(&mut body, ctx)?;
+                let new_dn = read_dn(&mut body, ctx)?;
+                let attributes_ber = body.read_octets(tag::OCTET_STRING, ctx)?.to_vec();
+                body.finish(ctx)?;
+                Change::ModifyDn {
+                    dn,
+                    new_dn,
+                    attributes_ber,
+                }
+            }
+            other => return Err(ChangeDecodeError::UnknownKind(other)),
+        };
+        r.finish("Change")?;
+        Ok(change)
+    }
+}

@@ -1,0 +1,325 @@
+//! Recovery (verify every segment, cut a torn or corrupt tail, report it) and the record
+//! reader used for replay.
+//!
+//! Recovery steps:
+//! 1. List the directory; files named exactly `wal-<16 hex>.log` are segments, sorted by
+//!    their first LSN; other files are ignored.
+//! 2. Every segment's header must be valid and name the same first LSN as the file name;
+//!    every segment after the first must start right after the previous one's last LSN.
+//! 3. Every record must have a length within [`MAX_RECORD_PAYLOAD`], a matching CRC32C,
+//!    and the next LSN.
+//! 4. In the last segment, the first record that fails step 3 (or ends early) starts the
+//!    tail that is cut: the file is truncated there (durably) and the cut is returned in
+//!    [`RecoveryReport::cut`]. A last segment shorter than its header is removed (the cut
+//!    has offset 0).
+//! 5. Anywhere else (a non-last segment, or a complete but invalid header) a failure is a
+//!    [`WalError`] naming the file and offset: a finished segment was fsynced before the
+//!    next one was created, so damage there is not a torn write and cutting it would
+//!    silently drop acknowledged records.
+
+use std::path::{Path, PathBuf};
+
+use super::format::{decode_header, decode_record, parse_segment_name, Corruption, SEGMENT_HEADER_LEN};
+use super::{Lsn, WalError};
+use crate::storage::Storage;
+
+/// Where recovery cut the log, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailCut {
+    /// The segment that was cut (the last one).
+    pub path: PathBuf,
+    /// The offset of the first octet removed: the end of the last good record (or 0 when
+    /// the segment was removed because its header was incomplete).
+    pub offset: u64,
+    /// How many octets were removed.
+    pub discarded: u64,
+    /// What was wrong at `offset`.
+    pub reason: Corruption,
+}
+
+/// What recovery found.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecoveryReport {
+    /// Segments that remain, in LSN order.
+    pub segments: Vec<PathBuf>,
+    /// Valid records that remain.
+    pub records: u64,
+    /// LSN of the first remaining record.
+    pub first_lsn: Option<Lsn>,
+    /// LSN of the last remaining record.
+    pub last_lsn: Option<Lsn>,
+    /// The LSN the next record gets (`None` when there is no segment at all).
+    pub next_lsn: Option<Lsn>,
+    /// The torn or corrupt tail that was cut, if any.
+    pub cut: Option<TailCut>,
+    /// Octets in the last segment after recovery (header included), if there is one.
+    pub(crate) last_segment_len: u64,
+}
+
+/// A segment file: its path and the LSN its name declares.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentFile {
+    pub path: PathBuf,
+    pub first_lsn: Lsn,
+}
+
+/// The segments in `dir`, sorted by first LSN.
+pub(crate) fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<Vec<SegmentFile>, WalError> {
+    let names = storage.list(dir).map_err(|e| WalError::io("list", dir, e))?;
+    let mut segments: Vec<SegmentFile> = names
+        .iter()
+        .filter_map(|n| {
+            parse_segment_name(n).map(|first_lsn| SegmentFile {
+                path: dir.join(n),
+                first_lsn,
+            })
+        })
+        .collect();
+    segments.sort_by_key(|s| s.first_lsn);
+    Ok(segments)
+}
+
+/// Verifies the log in `dir`, cuts a torn or corrupt tail of the last segment, and reports.
+pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<RecoveryReport, WalError> {
+    let segments = list_segments(storage, dir)?;
+    let mut report = RecoveryReport::default();
+    let mut expected: Option<Lsn> = None;
+    let count = segments.len();
+    for (i, seg) in segments.iter().enumerate() {
+        let is_last = i + 1 == count;
+        if seg.first_lsn == 0 {
+            // LSNs start at 1; 0 means "before the first record" everywhere.
+            return Err(WalError::LsnGap {
+                path: seg.path.clone(),
+                expected: expected.unwrap_or(1),
+                found: 0,
+            });
+        }
+        if let Some(e) = expected {
+            if seg.first_lsn != e {
+                return Err(WalError::LsnGap {
+                    path: seg.path.clone(),
+                    expected: e,
+                    found: seg.first_lsn,
+                });
+            }
+        }
+        let data = storage
+            .read(&seg.path)
+            .map_err(|e| WalError::io("read", &seg.path, e))?;
+        match decode_header(&data) {
+            Ok(lsn) if lsn == seg.first_lsn => {}
+            Ok(lsn) => {
+                return Err(WalError::BadHeader {
+                    path: seg.path.clone(),
+                    problem: Corruption::HeaderLsnMismatch {
+                        name: seg.first_lsn,
+                        header: lsn,
+                    },
+                })
+            }
+            Err(Corruption::Incomplete) if is_last => {
+                // Created but crashed before its header was durable: no record can be in it.
+                storage
+                    .remove(&seg.path)
+                    .map_err(|e| WalError::io("remove", &seg.path, e))?;
+                storage.sync_dir(dir).map_err(|e| WalError::io("sync", dir, e))?;
+                report.cut = Some(TailCut {
+                    path: seg.path.clone(),
+                    offset: 0,
+                    discarded: data.len() as u64,
+                    reason: Corruption::Incomplete,
+                });
+                report.next_lsn = Some(seg.first_lsn);
+                report.last_segment_len = 0;
+                return Ok(report);
+            }
+            Err(problem) => {
+                return Err(WalError::BadHeader {
+                    path: seg.path.clone(),
+                    problem,
+                })
+            }
+        }
+        report.segments.push(seg.path.clone());
+        let mut offset = SEGMENT_HEADER_LEN;
+        let mut next = seg.first_lsn;
+        while offset < data.len() {
+            match decode_record(&data, offset, next) {
+                Ok(frame) => {
+                    report.first_lsn.get_or_insert(frame.lsn);
+                    report.last_lsn = Some(frame.lsn);
+                    report.records += 1;
+                    next = frame.lsn.checked_add(1).ok_or(WalError::LsnExhausted)?;
+                    offset = frame.end;
+                }
+                Err(problem) if is_last => {
+                    storage
+                        .truncate(&seg.path, offset as u64)
+                        .map_err(|e| WalError::io("truncate", &seg.path, e))?;
+                    report.cut = Some(TailCut {
+                        path: seg.path.clone(),
+                        offset: offset as u64,
+                        discarded: (data.len() - offset) as u64,
+                        reason: problem,
+                    });
+                    break;
+                }
+                Err(problem) => {
+                    return Err(WalError::CorruptRecord {
+                        path: seg.path.clone(),
+                        offset: offset as u64,
+                        problem,
+                    })
+                }
+            }
+        }
+        expected = Some(next);
+        if is_last {
+            report.next_lsn = Some(next);
+            report.last_segment_len = offset as u64;
+        }
+    }
+    Ok(report)
+}
+
+/// One record read back from the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The record's LSN.
+    pub lsn: Lsn,
+    /// The payload as appended.
+    pub payload: Vec<u8>,
+}
+
+/// Iterates the records of a log directory after a given LSN, one segment in memory at a
+/// time, verifying every CRC and the LSN sequence again.
+///
+/// It does not cut anything: run [`recover`] (or [`super::Wal::open`]) first. An incomplete
+/// record at the end of the last segment ends the iteration (it is a write in progress);
+/// any other problem is yielded once as an error, and the iteration ends.
+pub struct WalReader<'s> {
+    storage: &'s dyn Storage,
+    segments: std::vec::IntoIter<SegmentFile>,
+    remaining_segments: usize,
+    current: Option<(PathBuf, Vec<u8>, usize)>,
+    next_lsn: Option<Lsn>,
+    after: Lsn,
+    up_to: Lsn,
+    done: bool,
+}
+
+impl<'s> WalReader<'s> {
+    /// A reader of the records with `after < LSN <= up_to` in `dir`.
+    pub fn open(storage: &'s dyn Storage, dir: &Path, after: Lsn, up_to: Lsn) -> Result<Self, WalError> {
+        let mut segments = list_segments(storage, dir)?;
+        // Skip whole segments whose successor starts at or before `after + 1`: every record
+        // in them is at or before `after`.
+        let skip = segments
+            .windows(2)
+            .take_while(|w| w.get(1).is_some_and(|n| n.first_lsn <= after.saturating_add(1)))
+            .count();
+        segments.drain(..skip);
+        Ok(WalReader {
+            storage,
+            remaining_segments: segments.len(),
+            segments: segments.into_iter(),
+            current: None,
+            next_lsn: None,
+            after,
+            up_to,
+            done: false,
+        })
+    }
+
+    fn fail(&mut self, e: WalError) -> Option<Result<Record, WalError>> {
+        self.done = true;
+        Some(Err(e))
+    }
+}
+
+impl Iterator for WalReader<'_> {
+    type Item = Result<Record, WalError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some((path, data, offset)) = self.current.as_mut() else {
+                let Some(seg) = self.segments.next() else {
+                    self.done = true;
+                    return None;
+                };
+                self.remaining_segments -= 1;
+                if let Some(n) = self.next_lsn {
+                    if n != seg.first_lsn {
+                        return self.fail(WalError::LsnGap {
+                            path: seg.path,
+                            expected: n,
+                            found: seg.first_lsn,
+                        });
+                    }
+                }
+                let data = match self.storage.read(&seg.path) {
+                    Ok(d) => d,
+                    Err(e) => return self.fail(WalError::io("read", &seg.path, e)),
+                };
+                match decode_header(&data) {
+                    Ok(lsn) if lsn == seg.first_lsn => {}
+                    Ok(header) => {
+                        return self.fail(WalError::BadHeader {
+                            path: seg.path,
+                            problem: Corruption::HeaderLsnMismatch {
+                                name: seg.first_lsn,
+                                header,
+                            },
+                        })
+                    }
+                    Err(problem) => {
+                        return self.fail(WalError::BadHeader {
+                            path: seg.path,
+                            problem,
+                        })
+                    }
+                }
+                self.next_lsn = Some(seg.first_lsn);
+                self.current = Some((seg.path, data, SEGMENT_HEADER_LEN));
+                continue;
+            };
+            if *offset >= data.len() {
+                self.current = None;
+                continue;
+            }
+            let expected = self.next_lsn.unwrap_or(0);
+            if expected > self.up_to {
+                self.done = true;
+                return None;
+            }
+            match decode_record(data, *offset, expected) {
+                Ok(frame) => {
+                    *offset = frame.end;
+                    self.next_lsn = expected.checked_add(1);
+                    if frame.lsn > self.after {
+                        return Some(Ok(Record {
+                            lsn: frame.lsn,
+                            payload: frame.payload.to_vec(),
+                        }));
+                    }
+                }
+                Err(Corruption::Incomplete) if self.remaining_segments == 0 => {
+                    self.done = true;
+                    return None;
+                }
+                Err(problem) => {
+                    let e = WalError::CorruptRecord {
+                        path: path.clone(),
+                        offset: *offset as u64,
+                        problem,
+                    };
+                    return self.fail(e);
+                }
+            }
+        }
+    }
+}

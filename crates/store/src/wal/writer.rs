@@ -1,0 +1,449 @@
+//! The writer thread and group commit.
+//!
+//! Protocol, in steps:
+//! 1. [`Wal::append`] locks the shared state, takes the next LSN (so LSNs follow submission
+//!    order), queues the payload, wakes the writer, and waits until its LSN is acknowledged
+//!    or the writer has failed.
+//! 2. The writer thread takes the whole queue at once: every record that arrived while it
+//!    was busy with the previous batch (including its fsync).
+//! 3. It frames the records into one buffer and writes it; when the next record would push
+//!    the segment past the size limit, it first writes and fsyncs what it has, then creates
+//!    the next segment (header written and fsynced, directory fsynced).
+//! 4. Under [`SyncPolicy::Always`] it fsyncs once for the whole batch, then acknowledges
+//!    every record in it. Under `Batch` and `None` it acknowledges after the write and
+//!    fsyncs later (`Batch`: at most `window` after the first unsynced write; `None`: at a
+//!    segment roll, on [`Wal::sync`] and on close).
+//! 5. Any I/O error (a failed fsync included) stops the writer for good: the records not
+//!    yet acknowledged, and every later append, get [`WalError::Failed`]. Retrying an fsync
+//!    after a failure proves nothing on Linux, so the log must be reopened (recovery then
+//!    decides what survived).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::format::{
+    encode_header, encode_record, segment_name, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
+    SEGMENT_SIZE_LIMIT,
+};
+use super::recovery::{recover, RecoveryReport, WalReader};
+use super::{Lsn, WalError};
+use crate::storage::{AppendFile, Storage};
+
+/// When an appended record counts as acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncPolicy {
+    /// Acknowledge after the record is fsynced (group commit shares one fsync among all
+    /// records that arrived during the previous one). Nothing acknowledged is ever lost.
+    #[default]
+    Always,
+    /// Acknowledge after the write; fsync at most `window` after the first unsynced write.
+    /// A crash may lose up to `window` of acknowledged records.
+    Batch {
+        /// The longest time an acknowledged record may stay unsynced.
+        window: Duration,
+    },
+    /// Acknowledge after the write; fsync only at segment rolls, [`Wal::sync`] and close.
+    /// For benchmarks that say so: a crash may lose any acknowledged record.
+    None,
+}
+
+/// How to open a [`Wal`].
+#[derive(Debug, Clone)]
+pub struct WalOptions {
+    /// When records are acknowledged.
+    pub sync: SyncPolicy,
+    /// Size at which a new segment is started (default [`SEGMENT_SIZE_LIMIT`]).
+    pub segment_size_limit: u64,
+    /// The LSN of the first record when the directory holds no segment (at least 1); for
+    /// example one past the LSN of the snapshot the log continues.
+    pub first_lsn: Lsn,
+}
+
+impl Default for WalOptions {
+    fn default() -> Self {
+        WalOptions {
+            sync: SyncPolicy::Always,
+            segment_size_limit: SEGMENT_SIZE_LIMIT,
+            first_lsn: 1,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    queue: Vec<(Lsn, Vec<u8>)>,
+    /// The LSN the next append gets.
+    next_lsn: Lsn,
+    /// Every record up to this LSN is acknowledged.
+    acked_lsn: Lsn,
+    /// Every record up to this LSN is fsynced.
+    durable_lsn: Lsn,
+    /// Set when the writer stopped on an error.
+    failed: Option<String>,
+    closing: bool,
+    sync_requested: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the writer thread.
+    work: Condvar,
+    /// Wakes appenders waiting for acknowledgement.
+    done: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state is updated in single assignments; a panicking holder cannot leave it
+        // inconsistent, so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The write-ahead log: recovery at open, then appends with group commit.
+pub struct Wal {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The writer thread's view of the current segment.
+struct SegmentWriter {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    file: Box<dyn AppendFile>,
+    size: u64,
+    records_in_segment: u64,
+    limit: u64,
+    buf: Vec<u8>,
+    /// LSN of the last record in `buf` or written.
+    framed_lsn: Lsn,
+    written_lsn: Lsn,
+    synced_lsn: Lsn,
+}
+
+fn create_segment(
+    storage: &dyn Storage,
+    dir: &Path,
+    first_lsn: Lsn,
+) -> Result<Box<dyn AppendFile>, WalError> {
+    let path = dir.join(segment_name(first_lsn));
+    let mut file = storage
+        .open_append(&path)
+        .map_err(|e| WalError::io("create", &path, e))?;
+    let mut header = Vec::with_capacity(SEGMENT_HEADER_LEN);
+    encode_header(first_lsn, &mut header);
+    file.write_all(&header)
+        .map_err(|e| WalError::io("write", &path, e))?;
+    file.sync().map_err(|e| WalError::io("sync", &path, e))?;
+    storage.sync_dir(dir).map_err(|e| WalError::io("sync", dir, e))?;
+    Ok(file)
+}
+
+impl SegmentWriter {
+    fn push(&mut self, lsn: Lsn, payload: &[u8]) -> Result<(), WalError> {
+        let frame = (RECORD_HEADER_LEN + payload.len()) as u64;
+        if self.records_in_segment > 0 && self.size.saturating_add(frame) > self.limit {
+            // A segment is complete and fsynced before its successor exists; recovery
+            // relies on it (damage in a non-last segment is never a torn write).
+            self.flush()?;
+            self.sync()?;
+            self.file = create_segment(&*self.storage, &self.dir, lsn)?;
+            self.size = SEGMENT_HEADER_LEN as u64;
+            self.records_in_segment = 0;
+        }
+        encode_record(lsn, payload, &mut self.buf);
+        self.size = self.size.saturating_add(frame);
+        self.records_in_segment += 1;
+        self.framed_lsn = lsn;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), WalError> {
+        if !self.buf.is_empty() {
+            self.file
+                .write_all(&self.buf)
+                .map_err(|e| WalError::io("write", &self.dir, e))?;
+            self.buf.clear();
+        }
+        self.written_lsn = self.framed_lsn;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), WalError> {
+        if self.synced_lsn < self.written_lsn {
+            self.file.sync().map_err(|e| WalError::io("sync", &self.dir, e))?;
+            self.synced_lsn = self.written_lsn;
+        }
+        Ok(())
+    }
+}
+
+impl Wal {
+    /// Opens (creating if needed) the log in `dir`: runs recovery (see
+    /// [`super::recover`]), then starts the writer thread. The report says what was found
+    /// and what, if anything, was cut; callers must log a cut.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        options: WalOptions,
+    ) -> Result<(Wal, RecoveryReport), WalError> {
+        storage
+            .create_dir_all(dir)
+            .map_err(|e| WalError::io("create", dir, e))?;
+        let report = recover(&*storage, dir)?;
+        // `last_segment_len` is 0 when there is no segment, or when recovery removed a last
+        // segment whose header was torn: then a fresh segment is started.
+        let last_segment = report.segments.last().filter(|_| report.last_segment_len > 0);
+        let (file, next_lsn, size) = match (report.next_lsn, last_segment) {
+            (Some(next), Some(path)) => {
+                let file = storage
+                    .open_append(path)
+                    .map_err(|e| WalError::io("open", path, e))?;
+                (file, next, report.last_segment_len)
+            }
+            (next, _) => {
+                let first = next.unwrap_or(options.first_lsn).max(1);
+                (
+                    create_segment(&*storage, dir, first)?,
+                    first,
+                    SEGMENT_HEADER_LEN as u64,
+                )
+            }
+        };
+        let last = next_lsn.saturating_sub(1);
+        let writer = SegmentWriter {
+            storage: Arc::clone(&storage),
+            dir: dir.to_path_buf(),
+            file,
+            size,
+            records_in_segment: u64::from(size > SEGMENT_HEADER_LEN as u64),
+            limit: options.segment_size_limit,
+            buf: Vec::new(),
+            framed_lsn: last,
+            written_lsn: last,
+            synced_lsn: last,
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                next_lsn,
+                acked_lsn: last,
+                durable_lsn: last,
+                ..State::default()
+            }),
+            work: Condvar::new(),
+            done: Condvar::new(),
+        });
+        let thread_shared = Arc::clone(&shared);
+        let policy = options.sync;
+        let thread = std::thread::Builder::new()
+            .name("larch-wal".into())
+            .spawn(move || run_writer(&thread_shared, writer, policy))
+            .map_err(|e| WalError::io("spawn writer for", dir, e))?;
+        let wal = Wal {
+            storage,
+            dir: dir.to_path_buf(),
+            shared,
+            thread: Some(thread),
+        };
+        Ok((wal, report))
+    }
+
+    /// Appends one record and waits until it is acknowledged per the [`SyncPolicy`];
+    /// returns its LSN. Concurrent callers share fsyncs (group commit).
+    pub fn append(&self, payload: &[u8]) -> Result<Lsn, WalError> {
+        if payload.len() > MAX_RECORD_PAYLOAD {
+            return Err(WalError::RecordTooLarge { len: payload.len() });
+        }
+        let payload = payload.to_vec();
+        let mut s = self.shared.lock();
+        if let Some(msg) = &s.failed {
+            return Err(WalError::Failed(msg.clone()));
+        }
+        if s.closing {
+            return Err(WalError::Closed);
+        }
+        let lsn = s.next_lsn;
+        s.next_lsn = lsn.checked_add(1).ok_or(WalError::LsnExhausted)?;
+        s.queue.push((lsn, payload));
+        self.shared.work.notify_one();
+        loop {
+            if s.acked_lsn >= lsn {
+                return Ok(lsn);
+            }
+            if let Some(msg) = &s.failed {
+                return Err(WalError::Failed(msg.clone()));
+            }
+            s = self.shared.done.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Fsyncs everything appended so far (whatever the policy) and returns the last LSN
+    /// that is now durable.
+    pub fn sync(&self) -> Result<Lsn, WalError> {
+        let mut s = self.shared.lock();
+        let target = s.next_lsn.saturating_sub(1);
+        s.sync_requested = true;
+        self.shared.work.notify_one();
+        loop {
+            if s.durable_lsn >= target {
+                return Ok(s.durable_lsn);
+            }
+            if let Some(msg) = &s.failed {
+                return Err(WalError::Failed(msg.clone()));
+            }
+            s = self.shared.done.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The last LSN known to be fsynced.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.shared.lock().durable_lsn
+    }
+
+    /// The last acknowledged LSN (equal to [`Wal::durable_lsn`] under `Always`).
+    pub fn last_lsn(&self) -> Lsn {
+        self.shared.lock().acked_lsn
+    }
+
+    /// Reads the acknowledged records with LSN > `after`.
+    pub fn read_after(&self, after: Lsn) -> Result<WalReader<'_>, WalError> {
+        let up_to = self.last_lsn();
+        WalReader::open(&*self.storage, &self.dir, after, up_to)
+    }
+
+    /// Removes every segment whose records all have LSN < `lsn` (after a snapshot covering
+    /// them is durable), then fsyncs the directory. The segment being written is never
+    /// removed. Returns how many segments were removed.
+    pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize, WalError> {
+        let segments = super::recovery::list_segments(&*self.storage, &self.dir)?;
+        let mut removed = 0;
+        for pair in segments.windows(2) {
+            let (Some(seg), Some(next)) = (pair.first(), pair.get(1)) else {
+                continue;
+            };
+            // Every record of `seg` is below `next.first_lsn`.
+            if next.first_lsn > lsn {
+                break;
+            }
+            self.storage
+                .remove(&seg.path)
+                .map_err(|e| WalError::io("remove", &seg.path, e))?;
+            removed += 1;
+        }
+        if removed > 0 {
+            self.storage
+                .sync_dir(&self.dir)
+                .map_err(|e| WalError::io("sync", &self.dir, e))?;
+        }
+        Ok(removed)
+    }
+
+    /// Stops the writer after it has written and fsynced everything queued; reports an
+    /// error if the writer had failed.
+    pub fn close(mut self) -> Result<(), WalError> {
+        self.stop();
+        match self.shared.lock().failed.clone() {
+            Some(msg) => Err(WalError::Failed(msg)),
+            None => Ok(()),
+        }
+    }
+
+    fn stop(&mut self) {
+        self.shared.lock().closing = true;
+        self.shared.work.notify_one();
+        if let Some(t) = self.thread.take() {
+            // The writer thread does not panic: every error becomes `failed`.
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy) {
+    // When the oldest acknowledged-but-unsynced write happened (Batch policy).
+    let mut unsynced_since: Option<Instant> = None;
+    loop {
+        let (batch, closing, sync_requested) = {
+            let mut s = shared.lock();
+            loop {
+                if !s.queue.is_empty() || s.closing || s.sync_requested {
+                    break;
+                }
+                match (policy, unsynced_since) {
+                    (SyncPolicy::Batch { window }, Some(t)) => {
+                        // A window too large to add to an instant means "never by time".
+                        let Some(deadline) = t.checked_add(window) else {
+                            s = shared.work.wait(s).unwrap_or_else(|e| e.into_inner());
+                            continue;
+                        };
+                        let now = Instant::now();
+                        if now >= deadline {
+                            break;
+                        }
+                        s = shared
+                            .work
+                            .wait_timeout(s, deadline - now)
+                            .map(|(g, _)| g)
+                            .unwrap_or_else(|e| e.into_inner().0);
+                    }
+                    _ => s = shared.work.wait(s).unwrap_or_else(|e| e.into_inner()),
+                }
+            }
+            let sync_requested = std::mem::take(&mut s.sync_requested);
+            (std::mem::take(&mut s.queue), s.closing, sync_requested)
+        };
+        let result = (|| {
+            for (lsn, payload) in &batch {
+                w.push(*lsn, payload)?;
+            }
+            w.flush()?;
+            let window_passed = match (policy, unsynced_since) {
+                (SyncPolicy::Batch { window }, Some(t)) => t.elapsed() >= window,
+                _ => false,
+            };
+            if policy == SyncPolicy::Always || closing || sync_requested || window_passed {
+                w.sync()?;
+            }
+            Ok::<(), WalError>(())
+        })();
+        let mut s = shared.lock();
+        s.durable_lsn = w.synced_lsn;
+        s.acked_lsn = match policy {
+            SyncPolicy::Always => w.synced_lsn,
+            _ => w.written_lsn,
+        };
+        unsynced_since = if w.synced_lsn < w.written_lsn {
+            unsynced_since.or_else(|| Some(Instant::now()))
+        } else {
+            None
+        };
+        let stop = match result {
+            Ok(()) => closing,
+            Err(e) => {
+                s.failed = Some(e.to_string());
+                true
+            }
+        };
+        shared.done.notify_all();
+        if stop {
+            return;
+        }
+    }
+}
