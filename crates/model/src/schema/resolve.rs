@@ -105,106 +105,38 @@ impl Registry {
     fn register(&mut self, element: Element, location: Location) -> Result<(), SchemaError> {
         let kind = element.kind();
         match element {
-            Element::AttributeType(desc) => {
-                if let Some(&i) = self.attribute_keys.get(&desc.oid) {
-                    let (previous, previous_at) = &self.attribute_types[i];
-                    let differences = attribute_type_differences(previous, &desc);
-                    if differences.is_empty() {
-                        return Ok(());
-                    }
-                    let what = format!("same OID {}, different {}", desc.oid, differences.join(", "));
-                    return Err(conflict(
-                        kind,
-                        &Element::AttributeType(desc),
-                        location,
-                        previous_at,
-                        what,
-                    ));
-                }
-                if let Some(&i) = self.class_keys.get(&desc.oid) {
-                    let (class, previous_at) = &self.object_classes[i];
-                    let what = format!(
-                        "OID {} is already the object class {}",
-                        desc.oid,
-                        label(&class.names, &class.oid)
-                    );
-                    return Err(conflict(
-                        kind,
-                        &Element::AttributeType(desc),
-                        location,
-                        previous_at,
-                        what,
-                    ));
-                }
-                let new = self.attribute_types.len();
-                for name in &desc.names {
-                    let key = name.to_ascii_lowercase();
-                    if let Some(&i) = self.attribute_keys.get(&key).filter(|&&i| i != new) {
-                        let (other, previous_at) = &self.attribute_types[i];
-                        let what = format!("the name {name} is already the attribute type {}", other.oid);
-                        return Err(conflict(
-                            kind,
-                            &Element::AttributeType(desc.clone()),
-                            location,
-                            previous_at,
-                            what,
-                        ));
-                    }
-                    self.attribute_keys.insert(key, new);
-                }
-                self.attribute_keys.insert(desc.oid.clone(), new);
-                self.attribute_types.push((desc, location));
-            }
-            Element::ObjectClass(desc) => {
-                if let Some(&i) = self.class_keys.get(&desc.oid) {
-                    let (previous, previous_at) = &self.object_classes[i];
-                    let differences = object_class_differences(previous, &desc);
-                    if differences.is_empty() {
-                        return Ok(());
-                    }
-                    let what = format!("same OID {}, different {}", desc.oid, differences.join(", "));
-                    return Err(conflict(
-                        kind,
-                        &Element::ObjectClass(desc),
-                        location,
-                        previous_at,
-                        what,
-                    ));
-                }
-                if let Some(&i) = self.attribute_keys.get(&desc.oid) {
-                    let (at, previous_at) = &self.attribute_types[i];
-                    let what = format!(
-                        "OID {} is already the attribute type {}",
-                        desc.oid,
-                        label(&at.names, &at.oid)
-                    );
-                    return Err(conflict(
-                        kind,
-                        &Element::ObjectClass(desc),
-                        location,
-                        previous_at,
-                        what,
-                    ));
-                }
-                let new = self.object_classes.len();
-                for name in &desc.names {
-                    let key = name.to_ascii_lowercase();
-                    if let Some(&i) = self.class_keys.get(&key).filter(|&&i| i != new) {
-                        let (other, previous_at) = &self.object_classes[i];
-                        let what = format!("the name {name} is already the object class {}", other.oid);
-                        return Err(conflict(
-                            kind,
-                            &Element::ObjectClass(desc.clone()),
-                            location,
-                            previous_at,
-                            what,
-                        ));
-                    }
-                    self.class_keys.insert(key, new);
-                }
-                self.class_keys.insert(desc.oid.clone(), new);
-                self.object_classes.push((desc, location));
-            }
+            Element::AttributeType(desc) => register_named(
+                NamedRegistry {
+                    keys: &mut self.attribute_keys,
+                    items: &mut self.attribute_types,
+                    noun: "attribute type",
+                },
+                (&self.class_keys, "object class", &|i| {
+                    let (c, at) = &self.object_classes[i];
+                    (label(&c.names, &c.oid), at.clone())
+                }),
+                desc,
+                location,
+                kind,
+                attribute_type_differences,
+                Element::AttributeType,
+            )?,
+            Element::ObjectClass(desc) => register_named(
+                NamedRegistry {
+                    keys: &mut self.class_keys,
+                    items: &mut self.object_classes,
+                    noun: "object class",
+                },
+                (&self.attribute_keys, "attribute type", &|i| {
+                    let (a, at) = &self.attribute_types[i];
+                    (label(&a.names, &a.oid), at.clone())
+                }),
+                desc,
+                location,
+                kind,
+                object_class_differences,
+                Element::ObjectClass,
+            )?,
             Element::LdapSyntax(desc) => {
                 if let Some(&i) = self.syntax_keys.get(&desc.oid) {
                     let (previous, previous_at) = &self.syntaxes[i];
@@ -252,6 +184,88 @@ impl Registry {
         }
         Ok(())
     }
+}
+
+/// A description that has an OID and names (attribute types and object classes).
+trait Named: Clone {
+    fn oid(&self) -> &str;
+    fn names(&self) -> &[String];
+}
+
+impl Named for AttributeTypeDescription {
+    fn oid(&self) -> &str {
+        &self.oid
+    }
+    fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+impl Named for ObjectClassDescription {
+    fn oid(&self) -> &str {
+        &self.oid
+    }
+    fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// One kind's table: lower-cased names and OIDs to indexes, the descriptions, and the
+/// kind's noun for messages.
+struct NamedRegistry<'r, D> {
+    keys: &'r mut HashMap<String, usize>,
+    items: &'r mut Vec<(D, Location)>,
+    noun: &'static str,
+}
+
+/// The other kind sharing the OID space: its keys, noun, and a label and location by index.
+type OtherKind<'r> = (
+    &'r HashMap<String, usize>,
+    &'static str,
+    &'r dyn Fn(usize) -> (String, Location),
+);
+
+/// Registers an attribute type or object class: a repeat of the same OID is skipped when it
+/// means the same thing and a conflict naming both places when it differs; an OID used by
+/// the other kind, or a name already taken, is a conflict.
+#[allow(clippy::too_many_arguments)]
+fn register_named<D: Named>(
+    this: NamedRegistry<'_, D>,
+    other: OtherKind<'_>,
+    desc: D,
+    location: Location,
+    kind: ElementKind,
+    differences: fn(&D, &D) -> Vec<&'static str>,
+    wrap: fn(D) -> Element,
+) -> Result<(), SchemaError> {
+    if let Some(&i) = this.keys.get(desc.oid()) {
+        let (previous, previous_at) = &this.items[i];
+        let differences = differences(previous, &desc);
+        if differences.is_empty() {
+            return Ok(());
+        }
+        let what = format!("same OID {}, different {}", desc.oid(), differences.join(", "));
+        return Err(conflict(kind, &wrap(desc), location, previous_at, what));
+    }
+    let (other_keys, other_noun, other_label) = other;
+    if let Some(&i) = other_keys.get(desc.oid()) {
+        let (name, previous_at) = other_label(i);
+        let what = format!("OID {} is already the {other_noun} {name}", desc.oid());
+        return Err(conflict(kind, &wrap(desc), location, &previous_at, what));
+    }
+    let new = this.items.len();
+    for name in desc.names() {
+        let key = name.to_ascii_lowercase();
+        if let Some(&i) = this.keys.get(&key).filter(|&&i| i != new) {
+            let (other, previous_at) = &this.items[i];
+            let what = format!("the name {name} is already the {} {}", this.noun, other.oid());
+            return Err(conflict(kind, &wrap(desc.clone()), location, previous_at, what));
+        }
+        this.keys.insert(key, new);
+    }
+    this.keys.insert(desc.oid().to_string(), new);
+    this.items.push((desc, location));
+    Ok(())
 }
 
 fn label(names: &[String], oid: &str) -> String {
