@@ -12,36 +12,11 @@ use larch_model::filter::CompiledFilter;
 use larch_model::schema::Schema;
 use larch_proto::{AddRequest, OwnedFilter, PartialAttribute, SeqOf};
 
-const DN: &[u8] = b"uid=user.12345,ou=People,dc=example,dc=com";
+/// The codec benchmark's sample PDUs: the same DN and 22-attribute inetOrgPerson.
+#[path = "../../proto/tests/common/samples.rs"]
+mod samples;
 
-/// The same 22-attribute inetOrgPerson as the codec benchmark.
-const ATTRIBUTES: [(&str, &[&str]); 22] = [
-    (
-        "objectClass",
-        &["top", "person", "organizationalPerson", "inetOrgPerson"],
-    ),
-    ("uid", &["user.12345"]),
-    ("cn", &["Aaren Atp"]),
-    ("sn", &["Atp"]),
-    ("givenName", &["Aaren"]),
-    ("initials", &["AA"]),
-    ("mail", &["user.12345@example.com"]),
-    ("telephoneNumber", &["+1 408 555 0123"]),
-    ("homePhone", &["+1 408 555 4567"]),
-    ("pager", &["+1 408 555 8901"]),
-    ("mobile", &["+1 408 555 2345"]),
-    ("facsimileTelephoneNumber", &["+1 408 555 6789"]),
-    ("employeeNumber", &["12345"]),
-    ("employeeType", &["Permanent"]),
-    ("title", &["Senior Product Engineer"]),
-    ("departmentNumber", &["4412"]),
-    ("roomNumber", &["0391"]),
-    ("street", &["01234 Maple Street"]),
-    ("l", &["Sunnyvale"]),
-    ("st", &["CA"]),
-    ("postalCode", &["94086"]),
-    ("description", &["A generated user of the benchmark data set."]),
-];
+use samples::{ENTRY_ATTRIBUTES as ATTRIBUTES, ENTRY_DN as DN};
 
 fn dn_normalize(c: &mut Criterion) {
     let schema = Schema::builtin().unwrap();
