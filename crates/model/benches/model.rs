@@ -54,7 +54,7 @@ fn filter_eval(c: &mut Criterion) {
         &schema,
     )
     .unwrap();
-    let stored = entry.to_stored(&schema);
+    let stored = entry.to_stored();
     let mut scratch = Vec::with_capacity(256);
     let mut g = c.benchmark_group("filter on a 22-attribute entry");
     for (name, text) in [
@@ -70,9 +70,17 @@ fn filter_eval(c: &mut Criterion) {
         let f = OwnedFilter::parse(text).unwrap();
         let compiled = CompiledFilter::compile(f.as_filter(), &schema);
         g.bench_function(format!("evaluate {name}"), |b| {
-            b.iter(|| compiled.evaluate(black_box(&stored), &entry.dn, &schema, &mut scratch))
+            b.iter(|| compiled.evaluate(black_box(stored.as_ref()), Some(&entry.dn), &schema, &mut scratch))
         });
     }
+    let mut out = Vec::with_capacity(2048);
+    g.bench_function("write all attributes as BER from the stored form", |b| {
+        b.iter(|| {
+            out.clear();
+            black_box(stored.as_ref()).write_attributes_ber(&schema, &mut out);
+            out.len()
+        })
+    });
     let f = OwnedFilter::parse("(&(objectClass=inetOrgPerson)(cn=Some Name))").unwrap();
     g.bench_function("compile (&(objectClass=inetOrgPerson)(cn=Some Name))", |b| {
         b.iter(|| CompiledFilter::compile(black_box(f.as_filter()), &schema))

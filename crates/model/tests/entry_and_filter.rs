@@ -206,21 +206,18 @@ fn schema_violations_get_their_result_codes() {
 #[test]
 fn stored_form_round_trips_and_is_a_partial_attribute_list() {
     let e = person();
-    let stored = e.to_stored(schema());
-    let back = Entry::from_stored(e.dn.clone(), e.norm_dn.clone(), &stored);
+    let stored = e.to_stored();
+    let back = Entry::from_stored(e.dn.clone(), e.norm_dn.clone(), stored.as_ref());
     let sorted = |mut v: Vec<_>| {
         v.sort_by_key(|a: &larch_model::entry::Attribute| (a.ty, a.options.clone()));
         v
     };
     assert_eq!(sorted(back.attrs), sorted(e.attrs.clone()));
-    // The stored BER is what a SearchResultEntry carries, with canonical names.
+    // The BER written from the stored form is what a SearchResultEntry carries, with
+    // canonical names.
+    let ber = stored.to_attributes_ber(schema());
     let mut pdu = Vec::new();
-    larch_proto::encode_search_result_entry(
-        &mut pdu,
-        2,
-        e.dn.to_string().as_bytes(),
-        stored.attributes_ber(),
-    );
+    larch_proto::encode_search_result_entry(&mut pdu, 2, e.dn.to_string().as_bytes(), &ber);
     let ProtocolOp::SearchResultEntry(r) = LdapMessage::decode(&pdu).unwrap().op else {
         panic!()
     };
@@ -237,6 +234,64 @@ fn stored_form_round_trips_and_is_a_partial_attribute_list() {
     let cn = schema().attribute_type("cn").unwrap().id;
     assert_eq!(stored.attribute(cn).count(), 2);
     assert!(stored.has(cn) && !stored.has(schema().attribute_type("uidNumber").unwrap().id));
+    // Back from that BER (the write-ahead log's form) to the same stored octets.
+    let again = StoredEntry::from_attributes_ber(&ber, schema()).unwrap();
+    assert_eq!(again, stored);
+    assert!(StoredEntry::from_bytes(stored.as_bytes().into()).is_ok());
+}
+
+#[test]
+fn stored_form_is_compact_and_checked() {
+    let e = person();
+    let stored = e.to_stored();
+    let ber = stored.to_attributes_ber(schema());
+    assert!(
+        stored.as_bytes().len() < ber.len(),
+        "{} >= {}",
+        stored.as_bytes().len(),
+        ber.len()
+    );
+    // typesOnly: the SET is empty.
+    let cn = schema().attribute_type("cn").unwrap().id;
+    let a = stored.attribute(cn).next().unwrap();
+    let mut out = Vec::new();
+    a.write_ber("cn", true, &mut out);
+    assert_eq!(out, b"\x30\x06\x04\x02cn\x31\x00");
+    // Every truncation and many one-octet changes are refused or read without panicking.
+    let bytes = stored.as_bytes();
+    for len in 0..bytes.len() {
+        let cut = &bytes[..len];
+        let view = larch_model::entry::StoredRef::new(cut);
+        let _ = view.attributes().count();
+        if len > 0 {
+            assert!(
+                StoredEntry::from_bytes(cut.into()).is_err()
+                    || view.attributes().count() < stored.attributes().count(),
+                "truncation at {len} accepted as complete"
+            );
+        }
+    }
+    for i in 0..bytes.len() {
+        for mask in [0x01u8, 0x80, 0xff] {
+            let mut changed = bytes.to_vec();
+            changed[i] ^= mask;
+            let view = larch_model::entry::StoredRef::new(&changed);
+            let _ = view.attributes().map(|a| a.values.iter().count()).sum::<usize>();
+            let _ = view.validate();
+        }
+    }
+    // Out-of-order attributes are refused.
+    let mut swapped = Vec::new();
+    let attrs: Vec<_> = stored.attributes().collect();
+    let whole = |a: &larch_model::entry::StoredAttribute<'_>| {
+        let start = a.values_ber.as_ptr() as usize - bytes.as_ptr() as usize;
+        start + a.values_ber.len()
+    };
+    let first_end = whole(&attrs[0]);
+    let second_end = whole(&attrs[1]);
+    swapped.extend_from_slice(&bytes[first_end..second_end]);
+    swapped.extend_from_slice(&bytes[..first_end]);
+    assert!(StoredEntry::from_bytes(swapped.into()).is_err());
 }
 
 fn modify(
@@ -392,8 +447,8 @@ fn increment_changes_integers() {
 fn eval(filter: &str, e: &Entry) -> Tri {
     let f = OwnedFilter::parse(filter).unwrap();
     let compiled = CompiledFilter::compile(f.as_filter(), schema());
-    let stored: StoredEntry = e.to_stored(schema());
-    compiled.evaluate(&stored, &e.dn, schema(), &mut Vec::new())
+    let stored: StoredEntry = e.to_stored();
+    compiled.evaluate(stored.as_ref(), Some(&e.dn), schema(), &mut Vec::new())
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Entries: the owned form a write builds ([`Entry`]), the compact form the store keeps
-//! ([`StoredEntry`]: the attribute list encoded once in BER, as search results send it),
+//! ([`StoredEntry`]: one compact octet string per entry, values kept as BER TLVs),
 //! schema checking and modifications.
 
 pub mod check;
@@ -9,7 +9,7 @@ pub mod modify;
 mod stored;
 
 pub use description::{split_description, Options};
-pub use stored::{StoredAttribute, StoredEntry};
+pub use stored::{StoredAttribute, StoredAttributes, StoredEntry, StoredFormatError, StoredRef};
 
 use larch_proto::AddRequest;
 
@@ -105,12 +105,12 @@ impl Entry {
     }
 
     /// The compact stored form.
-    pub fn to_stored(&self, schema: &Schema) -> StoredEntry {
-        StoredEntry::build(&self.attrs, schema)
+    pub fn to_stored(&self) -> StoredEntry {
+        StoredEntry::build(&self.attrs)
     }
 
     /// Rebuilds the owned form of a stored entry (for a modification).
-    pub fn from_stored(dn: Dn, norm_dn: NormDn, stored: &StoredEntry) -> Entry {
+    pub fn from_stored(dn: Dn, norm_dn: NormDn, stored: StoredRef<'_>) -> Entry {
         let attrs = stored
             .attributes()
             .map(|a| Attribute {

@@ -1,139 +1,442 @@
-//! The stored form of an entry.
+//! The stored form of an entry: one compact octet string.
 //!
-//! Layout: `ber` holds the attribute list exactly as a SearchResultEntry carries it (the
-//! `PartialAttribute` TLVs back to back, canonical attribute names, options appended), so
-//! returning a whole entry is a header and one copy. `slots` holds, for each attribute in
-//! `ber` order (sorted by type id, then options), its type id and where its TLV starts:
-//! 8 octets per attribute.
+//! The store keeps a million entries in memory, so this form is chosen for size first and
+//! for reading speed second. Layout (format version 1; `docs/formats.md` repeats it, because
+//! snapshots hold these octets as they are):
+//!
+//! ```text
+//! entry     = *attribute                      ; sorted by (type id, options), no duplicates
+//! attribute = type-id options values
+//! type-id   = varint                          ; AttributeTypeId in the schema it was built with
+//! options   = varint *OCTET                   ; length, then normalized text ("" or ";lang-fr")
+//! values    = varint 1*value-tlv              ; length of the run, then the values
+//! value-tlv = %x04 length OCTETS              ; a BER OCTET STRING, definite minimal length
+//! varint    = LEB128, unsigned, at most 5 octets for a u32
+//! ```
+//!
+//! Why not the attribute list in full BER, as a SearchResultEntry carries it? Measured on
+//! generated inetOrgPerson entries (20 attributes, ~680 octets of LDIF): the BER list with
+//! an attribute index takes ~850 octets, this form ~480, because attribute names are not
+//! repeated in every entry. The values stay BER TLVs, so a whole entry is still written as
+//! a few small copies: per attribute a SEQUENCE header, the name, a SET header and one copy
+//! of the value run ([`StoredRef::write_attributes_ber`]), and filter evaluation iterates
+//! values with the codec's [`SeqOf`] without decoding.
+//!
+//! Readers never panic on malformed octets: a [`StoredRef`] built from unchecked input
+//! yields the attributes it can read and stops; [`StoredRef::validate`] says whether the
+//! octets are well formed (the store validates what it loads from disk).
 
-use larch_proto::ber::{tag, Reader, Writer};
+use larch_proto::ber::{tag, Reader};
 use larch_proto::{PartialAttribute, SeqOf};
 
 use super::{Attribute, Options};
+use crate::error::ModelError;
 use crate::schema::{AttributeTypeId, Schema};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Slot {
-    ty: AttributeTypeId,
-    start: u32,
-}
-
-/// An entry's attributes in their stored, encoded form.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An entry's attributes in their stored, compact form (owned).
+#[derive(Clone, PartialEq, Eq, Default)]
 pub struct StoredEntry {
-    ber: Box<[u8]>,
-    slots: Box<[Slot]>,
+    bytes: Box<[u8]>,
 }
 
-/// One attribute of a [`StoredEntry`], borrowed.
+/// A stored entry, borrowed: the octets of [`StoredEntry`] wherever they live (the store
+/// packs them into its own records).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoredRef<'a> {
+    bytes: &'a [u8],
+}
+
+/// One attribute of a stored entry, borrowed.
 #[derive(Debug, Clone, Copy)]
 pub struct StoredAttribute<'a> {
     /// The attribute type.
     pub ty: AttributeTypeId,
-    /// The description as stored: the type's canonical name, then the options.
-    pub description: &'a [u8],
+    /// The options, normalized (`""` or e.g. `;lang-fr`).
+    pub options: &'a str,
     /// The values.
     pub values: SeqOf<'a, &'a [u8]>,
-    /// The whole `PartialAttribute` TLV (for copying into a result).
-    pub ber: &'a [u8],
+    /// The values as BER OCTET STRING TLVs back to back (a SET's contents).
+    pub values_ber: &'a [u8],
+}
+
+/// Why octets are not a well-formed stored entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed stored entry at octet {offset}: {problem}")]
+pub struct StoredFormatError {
+    /// Offset of the problem.
+    pub offset: usize,
+    /// What is wrong.
+    pub problem: &'static str,
 }
 
 impl StoredAttribute<'_> {
     /// The options, normalized (`""` or e.g. `;lang-fr`).
     pub fn options_str(&self) -> &str {
-        let d = std::str::from_utf8(self.description).unwrap_or("");
-        d.find(';').map_or("", |i| &d[i..])
+        self.options
     }
 
     /// The options as an owned [`Options`].
     pub fn options(&self) -> Options {
-        super::split_description(self.description)
+        if self.options.is_empty() {
+            return Options::none();
+        }
+        super::split_description(format!("x{}", self.options).as_bytes())
             .map(|(_, o)| o)
             .unwrap_or_default()
     }
+
+    /// Writes this attribute as a `PartialAttribute` TLV named `name` (the type's name as
+    /// the client should see it; the options are appended). With `types_only`, the value
+    /// set is empty (RFC 4511 section 4.5.1, typesOnly).
+    pub fn write_ber(&self, name: &str, types_only: bool, out: &mut Vec<u8>) {
+        let name_len = name.len() + self.options.len();
+        let set_len = if types_only { 0 } else { self.values_ber.len() };
+        let inner = tlv_len(name_len) + tlv_len(set_len);
+        out.push(tag::SEQUENCE);
+        push_length(out, inner);
+        out.push(tag::OCTET_STRING);
+        push_length(out, name_len);
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(self.options.as_bytes());
+        out.push(tag::SET);
+        push_length(out, set_len);
+        if !types_only {
+            out.extend_from_slice(self.values_ber);
+        }
+    }
+}
+
+/// Octets of a TLV whose contents are `len` octets long.
+fn tlv_len(len: usize) -> usize {
+    1 + length_octets(len) + len
+}
+
+fn length_octets(len: usize) -> usize {
+    match len {
+        0..=0x7f => 1,
+        0x80..=0xff => 2,
+        0x100..=0xffff => 3,
+        0x1_0000..=0xff_ffff => 4,
+        _ => 5,
+    }
+}
+
+fn push_length(out: &mut Vec<u8>, len: usize) {
+    let n = length_octets(len);
+    if n == 1 {
+        out.push(len as u8);
+    } else {
+        out.push(0x80 | (n - 1) as u8);
+        for i in (0..n - 1).rev() {
+            out.push((len >> (8 * i)) as u8);
+        }
+    }
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a LEB128 varint of at most `max_octets` octets at `*pos`.
+fn read_varint(bytes: &[u8], pos: &mut usize, max_octets: usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..max_octets {
+        let b = *bytes.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
 }
 
 impl StoredEntry {
-    /// Encodes attributes (any order; they are sorted by type id, then options).
-    pub fn build(attrs: &[Attribute], schema: &Schema) -> StoredEntry {
+    /// Encodes attributes (any order; they are sorted by type id, then options). Attributes
+    /// without values are left out.
+    pub fn build(attrs: &[Attribute]) -> StoredEntry {
         let mut order: Vec<&Attribute> = attrs.iter().filter(|a| !a.values.is_empty()).collect();
         order.sort_by(|a, b| (a.ty, &a.options).cmp(&(b.ty, &b.options)));
-        let mut ber = Vec::with_capacity(
+        let mut out = Vec::with_capacity(
             order
                 .iter()
-                .map(|a| 16 + a.values.iter().map(|v| v.len() + 4).sum::<usize>())
+                .map(|a| 8 + a.options.as_str().len() + a.values.iter().map(|v| v.len() + 4).sum::<usize>())
                 .sum(),
         );
-        let mut slots = Vec::with_capacity(order.len());
-        let mut name = String::new();
+        let mut run = Vec::new();
         for a in order {
-            slots.push(Slot {
-                ty: a.ty,
-                start: ber.len() as u32,
-            });
-            name.clear();
-            name.push_str(schema.attribute_type_by_id(a.ty).map_or("", |t| t.name()));
-            name.push_str(a.options.as_str());
-            let values: Vec<&[u8]> = a.values.iter().map(Vec::as_slice).collect();
-            let pa = PartialAttribute {
-                description: name.as_bytes(),
-                values: SeqOf::from_items(&values),
-            };
-            larch_proto::Element::encode(&pa, &mut Writer::new(&mut ber));
+            push_varint(&mut out, u64::from(a.ty.0));
+            push_varint(&mut out, a.options.as_str().len() as u64);
+            out.extend_from_slice(a.options.as_str().as_bytes());
+            run.clear();
+            for v in &a.values {
+                run.push(tag::OCTET_STRING);
+                push_length(&mut run, v.len());
+                run.extend_from_slice(v);
+            }
+            push_varint(&mut out, run.len() as u64);
+            out.extend_from_slice(&run);
         }
         StoredEntry {
-            ber: ber.into_boxed_slice(),
-            slots: slots.into_boxed_slice(),
+            bytes: out.into_boxed_slice(),
         }
     }
 
-    /// The attribute list in BER (`PartialAttribute` TLVs back to back), ready for
-    /// [`larch_proto::encode_search_result_entry`].
-    pub fn attributes_ber(&self) -> &[u8] {
-        &self.ber
+    /// Takes octets of this form, checking them ([`StoredRef::validate`]).
+    pub fn from_bytes(bytes: Box<[u8]>) -> Result<StoredEntry, StoredFormatError> {
+        StoredRef::new(&bytes).validate()?;
+        Ok(StoredEntry { bytes })
+    }
+
+    /// Builds the stored form from an attribute list in BER (`PartialAttribute` TLVs back to
+    /// back, as an AddRequest or the write-ahead log carries it), resolving each description
+    /// against the schema. An attribute listed twice has its values merged.
+    pub fn from_attributes_ber(ber: &[u8], schema: &Schema) -> Result<StoredEntry, ModelError> {
+        let list: SeqOf<'_, PartialAttribute<'_>> =
+            SeqOf::decode_contents(ber).map_err(|e| ModelError::ProtocolError(e.to_string()))?;
+        let mut attrs: Vec<Attribute> = Vec::new();
+        for a in list.iter() {
+            let (ty, options) = super::resolve_description(a.description, schema)?;
+            let values = a.values.iter().map(<[u8]>::to_vec);
+            match attrs.iter_mut().find(|x| x.ty == ty && x.options == options) {
+                Some(x) => x.values.extend(values),
+                None => attrs.push(Attribute {
+                    ty,
+                    options,
+                    values: values.collect(),
+                }),
+            }
+        }
+        Ok(StoredEntry::build(&attrs))
+    }
+
+    /// The borrowed view.
+    pub fn as_ref(&self) -> StoredRef<'_> {
+        StoredRef { bytes: &self.bytes }
+    }
+
+    /// The octets.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The octets, owned.
+    pub fn into_bytes(self) -> Box<[u8]> {
+        self.bytes
     }
 
     /// Every attribute, in stored order.
-    pub fn attributes(&self) -> impl Iterator<Item = StoredAttribute<'_>> {
-        (0..self.slots.len()).map(move |i| self.at(i))
+    pub fn attributes(&self) -> StoredAttributes<'_> {
+        self.as_ref().attributes()
     }
 
     /// The attributes of one type (each set of options is its own attribute).
     pub fn attribute(&self, ty: AttributeTypeId) -> impl Iterator<Item = StoredAttribute<'_>> {
-        let first = self.slots.partition_point(|s| s.ty < ty);
-        let end = first + self.slots[first..].iter().take_while(|s| s.ty == ty).count();
-        (first..end).map(move |i| self.at(i))
+        self.as_ref().attribute(ty)
     }
 
     /// True when the entry holds an attribute of this type.
     pub fn has(&self, ty: AttributeTypeId) -> bool {
-        self.slots.binary_search_by(|s| s.ty.cmp(&ty)).is_ok()
+        self.as_ref().has(ty)
     }
 
-    /// Octets this entry occupies (heap), for memory accounting.
+    /// Octets this entry occupies on the heap, for memory accounting.
     pub fn heap_size(&self) -> usize {
-        self.ber.len() + self.slots.len() * std::mem::size_of::<Slot>()
+        self.bytes.len()
     }
 
-    fn at(&self, i: usize) -> StoredAttribute<'_> {
-        let slot = self.slots[i];
-        let end = self.slots.get(i + 1).map_or(self.ber.len(), |s| s.start as usize);
-        let tlv = &self.ber[slot.start as usize..end];
-        // Written by `build` above, so it decodes; an empty attribute is the safe fallback.
-        let (description, values) = decode_attribute(tlv).unwrap_or((&[], SeqOf::default()));
+    /// The attribute list in BER, as a SearchResultEntry carries it (see
+    /// [`StoredRef::write_attributes_ber`]).
+    pub fn to_attributes_ber(&self, schema: &Schema) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.bytes.len() * 2);
+        self.as_ref().write_attributes_ber(schema, &mut out);
+        out
+    }
+}
+
+impl std::fmt::Debug for StoredEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_ref().fmt(f)
+    }
+}
+
+impl std::fmt::Debug for StoredRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.attributes()).finish()
+    }
+}
+
+impl<'a> StoredRef<'a> {
+    /// Views octets as a stored entry without checking them (reading malformed octets never
+    /// panics; it yields fewer attributes).
+    pub fn new(bytes: &'a [u8]) -> Self {
+        StoredRef { bytes }
+    }
+
+    /// The octets.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Every attribute, in stored order.
+    pub fn attributes(&self) -> StoredAttributes<'a> {
+        StoredAttributes {
+            bytes: self.bytes,
+            pos: 0,
+        }
+    }
+
+    /// The attributes of one type (each set of options is its own attribute). Attributes
+    /// are sorted by type, so the walk stops at the first larger type.
+    pub fn attribute(&self, ty: AttributeTypeId) -> impl Iterator<Item = StoredAttribute<'a>> {
+        self.attributes()
+            .skip_while(move |a| a.ty < ty)
+            .take_while(move |a| a.ty == ty)
+    }
+
+    /// True when the entry holds an attribute of this type.
+    pub fn has(&self, ty: AttributeTypeId) -> bool {
+        self.attribute(ty).next().is_some()
+    }
+
+    /// Writes the whole attribute list in BER (`PartialAttribute` TLVs back to back, the
+    /// types' canonical names from `schema`), as a SearchResultEntry carries it.
+    pub fn write_attributes_ber(&self, schema: &Schema, out: &mut Vec<u8>) {
+        for a in self.attributes() {
+            let name = schema.attribute_type_by_id(a.ty).map_or("", |t| t.name());
+            a.write_ber(name, false, out);
+        }
+    }
+
+    /// Checks that the octets are well formed: every attribute readable, sorted by (type,
+    /// options) without duplicates, at least one value each, every value a definite-length
+    /// OCTET STRING, nothing left over.
+    pub fn validate(&self) -> Result<(), StoredFormatError> {
+        let mut pos = 0;
+        let mut previous: Option<(AttributeTypeId, &[u8])> = None;
+        while pos < self.bytes.len() {
+            let start = pos;
+            let Some((a, next)) = read_attribute(self.bytes, pos) else {
+                return Err(StoredFormatError {
+                    offset: start,
+                    problem: "truncated or malformed attribute header",
+                });
+            };
+            if let Some(prev) = previous {
+                if prev >= (a.ty, a.options.as_bytes()) {
+                    return Err(StoredFormatError {
+                        offset: start,
+                        problem: "attributes out of order or repeated",
+                    });
+                }
+            }
+            if a.values_ber.is_empty() {
+                return Err(StoredFormatError {
+                    offset: start,
+                    problem: "an attribute without values",
+                });
+            }
+            let mut r = Reader::new(a.values_ber);
+            while !r.is_empty() {
+                if r.read_octets(tag::OCTET_STRING, "stored value").is_err() {
+                    return Err(StoredFormatError {
+                        offset: start,
+                        problem: "a value that is not an OCTET STRING",
+                    });
+                }
+            }
+            previous = Some((a.ty, a.options.as_bytes()));
+            pos = next;
+        }
+        Ok(())
+    }
+}
+
+/// Reads one attribute at `pos`; returns it and the offset after it.
+fn read_attribute(bytes: &[u8], mut pos: usize) -> Option<(StoredAttribute<'_>, usize)> {
+    let ty = u32::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
+    let options_len = usize::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
+    let options = bytes.get(pos..pos.checked_add(options_len)?)?;
+    let options = std::str::from_utf8(options).ok()?;
+    pos += options_len;
+    let run_len = usize::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
+    let values_ber = bytes.get(pos..pos.checked_add(run_len)?)?;
+    pos += run_len;
+    Some((
         StoredAttribute {
-            ty: slot.ty,
-            description,
-            values,
-            ber: tlv,
+            ty: AttributeTypeId(ty),
+            options,
+            values: SeqOf::from_trusted_ber(values_ber),
+            values_ber,
+        },
+        pos,
+    ))
+}
+
+/// The attributes of a stored entry, in stored order.
+#[derive(Debug, Clone)]
+pub struct StoredAttributes<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for StoredAttributes<'a> {
+    type Item = StoredAttribute<'a>;
+
+    fn next(&mut self) -> Option<StoredAttribute<'a>> {
+        if self.pos >= self.bytes.len() {
+            return None;
+        }
+        match read_attribute(self.bytes, self.pos) {
+            Some((a, next)) => {
+                self.pos = next;
+                Some(a)
+            }
+            None => {
+                self.pos = self.bytes.len();
+                None
+            }
         }
     }
 }
 
-fn decode_attribute(tlv: &[u8]) -> Option<(&[u8], SeqOf<'_, &[u8]>)> {
-    let mut r = Reader::new(tlv);
-    let mut a = r.read_constructed(tag::SEQUENCE, "stored attribute").ok()?;
-    let description = a.read_octets(tag::OCTET_STRING, "stored attribute").ok()?;
-    let set = a.read(tag::SET, "stored attribute").ok()?;
-    Some((description, SeqOf::from_trusted_ber(set)))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_are_minimal_ber() {
+        for (len, octets) in [
+            (0usize, 1usize),
+            (127, 1),
+            (128, 2),
+            (255, 2),
+            (256, 3),
+            (65536, 4),
+        ] {
+            let mut out = Vec::new();
+            push_length(&mut out, len);
+            assert_eq!(out.len(), octets, "{len}");
+        }
+    }
+
+    #[test]
+    fn varints_round_trip_and_refuse_overlong() {
+        for v in [0u64, 1, 127, 128, 300, u64::from(u32::MAX)] {
+            let mut out = Vec::new();
+            push_varint(&mut out, v);
+            let mut pos = 0;
+            assert_eq!(read_varint(&out, &mut pos, 5), Some(v));
+            assert_eq!(pos, out.len());
+        }
+        let mut pos = 0;
+        assert_eq!(
+            read_varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01], &mut pos, 5),
+            None
+        );
+    }
 }

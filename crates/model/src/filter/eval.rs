@@ -10,7 +10,7 @@ use larch_proto::limits::MAX_FILTER_DEPTH;
 use super::compile::{class_key, rule_applies, CompiledFilter, Kind, Target};
 use super::Tri;
 use crate::dn::Dn;
-use crate::entry::StoredEntry;
+use crate::entry::StoredRef;
 use crate::matching::{self, MatchingRule, RuleUsage};
 use crate::schema::Schema;
 
@@ -24,9 +24,16 @@ struct Frame {
 }
 
 impl CompiledFilter {
-    /// Evaluates the filter against an entry (its DN is needed for `:dn:` extensible
-    /// matches). `scratch` is a reusable buffer for value keys.
-    pub fn evaluate(&self, entry: &StoredEntry, dn: &Dn, schema: &Schema, scratch: &mut Vec<u8>) -> Tri {
+    /// Evaluates the filter against an entry. Its DN is needed only for `:dn:` extensible
+    /// matches ([`CompiledFilter::needs_dn`]); without it those look at the attributes
+    /// alone. `scratch` is a reusable buffer for value keys.
+    pub fn evaluate(
+        &self,
+        entry: StoredRef<'_>,
+        dn: Option<&Dn>,
+        schema: &Schema,
+        scratch: &mut Vec<u8>,
+    ) -> Tri {
         let empty = Frame {
             node: 0,
             acc: Tri::True,
@@ -96,12 +103,39 @@ impl CompiledFilter {
         }
     }
 
+    /// True when evaluation looks at the entry's DN (an extensible match with `:dn:`), so
+    /// the caller must pass it to [`CompiledFilter::evaluate`].
+    pub fn needs_dn(&self) -> bool {
+        self.nodes.iter().any(|n| {
+            matches!(
+                n.kind,
+                Kind::Extensible {
+                    dn_attributes: true,
+                    ..
+                }
+            )
+        })
+    }
+
     /// True when the filter evaluates to TRUE.
-    pub fn matches(&self, entry: &StoredEntry, dn: &Dn, schema: &Schema, scratch: &mut Vec<u8>) -> bool {
+    pub fn matches(
+        &self,
+        entry: StoredRef<'_>,
+        dn: Option<&Dn>,
+        schema: &Schema,
+        scratch: &mut Vec<u8>,
+    ) -> bool {
         self.evaluate(entry, dn, schema, scratch) == Tri::True
     }
 
-    fn leaf(&self, kind: &Kind, entry: &StoredEntry, dn: &Dn, schema: &Schema, scratch: &mut Vec<u8>) -> Tri {
+    fn leaf(
+        &self,
+        kind: &Kind,
+        entry: StoredRef<'_>,
+        dn: Option<&Dn>,
+        schema: &Schema,
+        scratch: &mut Vec<u8>,
+    ) -> Tri {
         match kind {
             Kind::Constant(t) => *t,
             Kind::Present(target) => Tri::from_bool(values(entry, target).next().is_some()),
@@ -172,16 +206,20 @@ impl CompiledFilter {
                     }),
                 };
                 let in_dn = *dn_attributes
-                    && dn.rdns.iter().flat_map(|r| r.avas.iter()).any(|ava| {
-                        let Some(t) = schema.attribute_type(&ava.attr) else {
-                            return false;
-                        };
-                        let wanted = match target {
-                            Some(target) => target.types.contains(&t.id),
-                            None => rule_applies(rule, t),
-                        };
-                        wanted && hit(&ava.value, scratch)
-                    });
+                    && dn
+                        .into_iter()
+                        .flat_map(|dn| dn.rdns.iter())
+                        .flat_map(|r| r.avas.iter())
+                        .any(|ava| {
+                            let Some(t) = schema.attribute_type(&ava.attr) else {
+                                return false;
+                            };
+                            let wanted = match target {
+                                Some(target) => target.types.contains(&t.id),
+                                None => rule_applies(rule, t),
+                            };
+                            wanted && hit(&ava.value, scratch)
+                        });
                 Tri::from_bool(in_entry || in_dn)
             }
             Kind::And | Kind::Or | Kind::Not => Tri::Undefined,
@@ -204,7 +242,7 @@ fn extensible_hit(rule: &MatchingRule, key: &[u8], v: &[u8], scratch: &mut Vec<u
 
 /// The values an assertion looks at: of the type or a subtype, with at least the
 /// assertion's options.
-fn values<'e>(entry: &'e StoredEntry, target: &'e Target) -> impl Iterator<Item = &'e [u8]> + 'e {
+fn values<'e>(entry: StoredRef<'e>, target: &'e Target) -> impl Iterator<Item = &'e [u8]> + 'e {
     target
         .types
         .iter()
