@@ -4,7 +4,8 @@
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings, fuzz crate included);
 #   2. a release build of the workspace;
 #   3. every test of the workspace (unit, integration, doc tests);
-#   4. the fuzz targets, built on stable and replayed over their seed corpora;
+#   4. the loom model of the store's version cell (release, its own target directory);
+#   5. the fuzz targets, built on stable and replayed over their seed corpora;
 # and ends with one summary line: "summary: N passed, N failed".
 #
 # The third-party PDU corpus is read from ../shared/ldap-corpus (beside the clone), or
@@ -48,6 +49,12 @@ trap 'rm -f "$log"' EXIT
 status=0
 LARCH_REQUIRE_LDAP_UTILS=1 cargo test --workspace 2>&1 | tee "$log" || status=$?
 
+step "loom: the version cell's publication protocol, model-checked"
+loom_status=0
+# A separate target directory: --cfg loom rebuilds every dependency.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$root/target/loom" \
+  cargo test -p larch-store --test loom_version_cell --release 2>&1 | tee -a "$log" || loom_status=$?
+
 step "fuzz targets: build on stable, replay the seed corpora"
 fuzz_status=0
 cargo build --manifest-path fuzz/Cargo.toml --bins
@@ -77,7 +84,7 @@ passed=$(grep -Eo '^test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4
 failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
 echo
 echo "summary: $passed passed, $failed failed"
-if [ "$status" -ne 0 ] || [ "$fuzz_status" -ne 0 ] || [ "$failed" -ne 0 ]; then
+if [ "$status" -ne 0 ] || [ "$loom_status" -ne 0 ] || [ "$fuzz_status" -ne 0 ] || [ "$failed" -ne 0 ]; then
   exit 1
 fi
 if [ "$passed" -eq 0 ]; then

@@ -56,6 +56,8 @@ pub struct LdifReader<R> {
     failed: bool,
     /// The physical line being read (reused).
     phys: Vec<u8>,
+    /// The first line of the record read last.
+    record_line: u64,
 }
 
 fn syntax(record_line: u64, line: u64, reason: impl Into<String>) -> LdifError {
@@ -195,6 +197,7 @@ impl<R: BufRead> LdifReader<R> {
             version: None,
             failed: false,
             phys: Vec::new(),
+            record_line: 0,
         }
     }
 
@@ -216,6 +219,12 @@ impl<R: BufRead> LdifReader<R> {
     /// input had no version line).
     pub fn version(&self) -> Option<u32> {
         self.version
+    }
+
+    /// The first line (1-based) of the record [`read_record`](Self::read_record) returned
+    /// last.
+    pub fn record_line(&self) -> u64 {
+        self.record_line
     }
 
     /// Physical lines read so far.
@@ -386,6 +395,7 @@ impl<R: BufRead> LdifReader<R> {
                 }
             }
         }
+        self.record_line = record_line;
         Ok(if lines.is_empty() {
             None
         } else {

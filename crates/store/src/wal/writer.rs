@@ -263,10 +263,18 @@ impl Wal {
     /// Appends one record and waits until it is acknowledged per the [`SyncPolicy`];
     /// returns its LSN. Concurrent callers share fsyncs (group commit).
     pub fn append(&self, payload: &[u8]) -> Result<Lsn, WalError> {
+        let lsn = self.submit(payload.to_vec())?;
+        self.wait_for(lsn)?;
+        Ok(lsn)
+    }
+
+    /// Queues one record without waiting and returns its LSN; [`Wal::wait_for`] then waits
+    /// for its acknowledgement. A caller that submits several records and waits for the
+    /// last one waits for all of them (records are acknowledged in LSN order).
+    pub fn submit(&self, payload: Vec<u8>) -> Result<Lsn, WalError> {
         if payload.len() > MAX_RECORD_PAYLOAD {
             return Err(WalError::RecordTooLarge { len: payload.len() });
         }
-        let payload = payload.to_vec();
         let mut s = self.shared.lock();
         if let Some(msg) = &s.failed {
             return Err(WalError::Failed(msg.clone()));
@@ -278,9 +286,16 @@ impl Wal {
         s.next_lsn = lsn.checked_add(1).ok_or(WalError::LsnExhausted)?;
         s.queue.push((lsn, payload));
         self.shared.work.notify_one();
+        Ok(lsn)
+    }
+
+    /// Waits until every record up to `lsn` is acknowledged per the [`SyncPolicy`], or the
+    /// writer has failed.
+    pub fn wait_for(&self, lsn: Lsn) -> Result<(), WalError> {
+        let mut s = self.shared.lock();
         loop {
             if s.acked_lsn >= lsn {
-                return Ok(lsn);
+                return Ok(());
             }
             if let Some(msg) = &s.failed {
                 return Err(WalError::Failed(msg.clone()));

@@ -1,0 +1,471 @@
+//! The store: opening (snapshot load, log replay), reading, writing, snapshots, closing.
+//!
+//! A data directory holds `snapshots/` (see [`crate::snapshot`]) and `wal/` (see
+//! [`crate::wal`]). Opening, in steps:
+//! 1. the newest snapshot is loaded on one thread per core ([`crate::load`]); if it is
+//!    damaged, opening stops with [`StoreError::CorruptSnapshot`], whose message names the
+//!    file and says whether an older snapshot can take its place: never an empty or
+//!    partial directory served silently;
+//! 2. the log is opened; recovery cuts a torn tail and reports it ([`OpenReport::wal_cut`]);
+//!    a log that starts after the snapshot's LSN + 1 is missing records and stops opening;
+//! 3. the records after the snapshot's LSN are replayed;
+//! 4. the version is published and the writer thread starts.
+//!
+//! Log segments are removed only when every retained snapshot covers them
+//! ([`KEEP_SNAPSHOTS`] are kept), so falling back to the previous snapshot loses nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use larch_model::schema::Schema;
+
+use crate::error::StoreError;
+use crate::index::{IndexConfig, Keyer, ResolvedIndexes};
+use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_record, TypeMap};
+use crate::record::{EntryId, EntryRecord};
+use crate::snapshot::{self, SnapshotInfo, SnapshotMeta};
+use crate::storage::{FsStorage, Storage};
+use crate::txn::{apply_change, WriteTxn};
+use crate::version::{Shared, Version};
+use crate::version_cell::{VersionCell, VersionReader};
+use crate::wal::record::Change;
+use crate::wal::{SyncPolicy, TailCut, Wal, WalOptions, SEGMENT_SIZE_LIMIT};
+use crate::writer::{self, Finish, Job, MAX_QUEUED_WRITES};
+
+/// Snapshots kept: the newest and one previous, so a damaged newest file has a fallback.
+pub const KEEP_SNAPSHOTS: usize = 2;
+
+/// How to open a store.
+#[derive(Clone)]
+pub struct StoreOptions {
+    /// The data directory.
+    pub dir: PathBuf,
+    /// Where files live (the real filesystem, or a fault-injecting one in tests).
+    pub storage: Arc<dyn Storage>,
+    /// The schema.
+    pub schema: Arc<Schema>,
+    /// What to index.
+    pub indexes: IndexConfig,
+    /// When a write counts as durable.
+    pub sync: SyncPolicy,
+    /// Threads for loading (0: one per core).
+    pub threads: usize,
+    /// Size at which a new log segment starts.
+    pub segment_size_limit: u64,
+    /// Write a snapshot this often while running (`None`: only on demand and at close).
+    pub snapshot_interval: Option<Duration>,
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreOptions")
+            .field("dir", &self.dir)
+            .field("sync", &self.sync)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreOptions {
+    /// Defaults: the real filesystem, the default indexes, `sync = always`, one load
+    /// thread per core, a daily snapshot.
+    pub fn new(dir: impl Into<PathBuf>, schema: Arc<Schema>) -> StoreOptions {
+        StoreOptions {
+            dir: dir.into(),
+            storage: Arc::new(FsStorage),
+            schema,
+            indexes: IndexConfig::default(),
+            sync: SyncPolicy::Always,
+            threads: 0,
+            segment_size_limit: SEGMENT_SIZE_LIMIT,
+            snapshot_interval: Some(Duration::from_secs(24 * 3600)),
+        }
+    }
+
+    fn thread_count(&self) -> usize {
+        if self.threads > 0 {
+            self.threads
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
+}
+
+/// What opening found and did.
+#[derive(Debug, Clone, Default)]
+pub struct OpenReport {
+    /// The snapshot loaded and the LSN it covers.
+    pub snapshot: Option<(PathBuf, u64)>,
+    /// Entries after replay.
+    pub entries: usize,
+    /// Log records replayed.
+    pub replayed: u64,
+    /// A torn or corrupt log tail that was cut (operators must be told).
+    pub wal_cut: Option<TailCut>,
+    /// Time to load the snapshot.
+    pub load_time: Duration,
+    /// Time to replay the log.
+    pub replay_time: Duration,
+}
+
+struct Inner {
+    storage: Arc<dyn Storage>,
+    snapshot_dir: PathBuf,
+    cell: Arc<VersionCell<Version>>,
+    wal: Arc<Wal>,
+    jobs: Mutex<Option<SyncSender<Job>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    /// One snapshot at a time.
+    snapshot_lock: Mutex<()>,
+    /// Stops the periodic snapshot thread.
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    timer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The in-memory directory database. Cheap to clone (a reference).
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("snapshot_dir", &self.inner.snapshot_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A reader's handle: the current version without a lock (see [`VersionReader`]).
+pub type StoreReader = VersionReader<Version>;
+
+fn io<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> StoreError + 'p {
+    move |source| StoreError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in `options.dir`; see the module documentation.
+    pub fn open(options: StoreOptions) -> Result<(Store, OpenReport), StoreError> {
+        let storage = Arc::clone(&options.storage);
+        let snapshot_dir = options.dir.join("snapshots");
+        let wal_dir = options.dir.join("wal");
+        for d in [&options.dir, &snapshot_dir, &wal_dir] {
+            storage.create_dir_all(d).map_err(io("create", d))?;
+        }
+        let shared = Arc::new(Shared {
+            schema: Arc::clone(&options.schema),
+            indexes: ResolvedIndexes::resolve(&options.indexes, &options.schema)?,
+            keyer: Keyer::new(),
+        });
+        let mut report = OpenReport::default();
+        let started = Instant::now();
+        let mut version = load_newest(
+            &*storage,
+            &snapshot_dir,
+            &shared,
+            options.thread_count(),
+            &mut report,
+        )?;
+        report.load_time = started.elapsed();
+        let snap_lsn = version.lsn;
+
+        let wal_options = WalOptions {
+            sync: options.sync,
+            segment_size_limit: options.segment_size_limit,
+            first_lsn: snap_lsn + 1,
+        };
+        let (mut wal, mut recovery) = Wal::open(Arc::clone(&storage), &wal_dir, wal_options.clone())?;
+        if recovery.next_lsn.is_some_and(|next| next <= snap_lsn) {
+            // The whole log is older than the snapshot (it covers all of it): start a new
+            // log after the snapshot.
+            wal.close()?;
+            for name in storage.list(&wal_dir).map_err(io("list", &wal_dir))? {
+                let path = wal_dir.join(name);
+                storage.remove(&path).map_err(io("remove", &path))?;
+            }
+            storage.sync_dir(&wal_dir).map_err(io("sync", &wal_dir))?;
+            (wal, recovery) = Wal::open(Arc::clone(&storage), &wal_dir, wal_options)?;
+        }
+        report.wal_cut = recovery.cut.clone();
+        let log_start = recovery.first_lsn.or(recovery.next_lsn).unwrap_or(snap_lsn + 1);
+        if log_start > snap_lsn + 1 {
+            return Err(StoreError::Replay {
+                lsn: snap_lsn + 1,
+                problem: format!(
+                    "the snapshot covers up to LSN {snap_lsn} but the log in {} starts at LSN {log_start}: \
+                     records in between are missing",
+                    wal_dir.display()
+                ),
+            });
+        }
+
+        let started = Instant::now();
+        let mut scratch = Vec::new();
+        for record in wal.read_after(snap_lsn)? {
+            let record = record?;
+            let change = Change::decode(&record.payload).map_err(|e| StoreError::Replay {
+                lsn: record.lsn,
+                problem: e.to_string(),
+            })?;
+            apply_change(&mut version, &change, &mut scratch).map_err(|problem| StoreError::Replay {
+                lsn: record.lsn,
+                problem,
+            })?;
+            version.lsn = record.lsn;
+            report.replayed += 1;
+        }
+        report.replay_time = started.elapsed();
+        report.entries = version.len();
+
+        let cell = Arc::new(VersionCell::new(Arc::new(version)));
+        let wal = Arc::new(wal);
+        let (tx, rx) = sync_channel::<Job>(MAX_QUEUED_WRITES);
+        let writer = {
+            let cell = Arc::clone(&cell);
+            let wal = Arc::clone(&wal);
+            std::thread::Builder::new()
+                .name("larch-writer".into())
+                .spawn(move || writer::run(rx, cell, wal))
+                .map_err(io("start the writer for", &options.dir))?
+        };
+        let store = Store {
+            inner: Arc::new(Inner {
+                storage,
+                snapshot_dir,
+                cell,
+                wal,
+                jobs: Mutex::new(Some(tx)),
+                writer: Mutex::new(Some(writer)),
+                snapshot_lock: Mutex::new(()),
+                stop: Arc::new((Mutex::new(false), Condvar::new())),
+                timer: Mutex::new(None),
+            }),
+        };
+        if let Some(every) = options.snapshot_interval {
+            store.start_timer(every);
+        }
+        Ok((store, report))
+    }
+
+    fn start_timer(&self, every: Duration) {
+        let weak = Arc::downgrade(&self.inner);
+        let stop = Arc::clone(&self.inner.stop);
+        let handle = std::thread::Builder::new()
+            .name("larch-snapshot".into())
+            .spawn(move || loop {
+                let (lock, cv) = &*stop;
+                let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+                let (guard, _) = cv
+                    .wait_timeout_while(guard, every, |stopped| !*stopped)
+                    .unwrap_or_else(|e| e.into_inner());
+                if *guard {
+                    return;
+                }
+                drop(guard);
+                let Some(inner) = weak.upgrade() else { return };
+                // A failed periodic snapshot is retried at the next interval; the log still
+                // holds every change, so nothing is lost meanwhile.
+                let _ = (Store { inner }).snapshot();
+            })
+            .ok();
+        *self.inner.timer.lock().unwrap_or_else(|e| e.into_inner()) = handle;
+    }
+
+    /// A reader's handle on the current version (one per worker thread or connection).
+    pub fn reader(&self) -> StoreReader {
+        self.inner.cell.reader()
+    }
+
+    /// The current version (takes a lock: readers on hot paths use [`Store::reader`]).
+    pub fn current(&self) -> Arc<Version> {
+        self.inner.cell.load()
+    }
+
+    /// Queues a write: `op` runs on the writer thread with a [`WriteTxn`]; `done` gets its
+    /// result once the batch it belongs to is durable and published (or the store failed).
+    /// Blocks while [`MAX_QUEUED_WRITES`] jobs are waiting.
+    pub fn submit<R, Op, Done>(&self, op: Op, done: Done)
+    where
+        R: Send + 'static,
+        Op: FnOnce(&mut WriteTxn<'_>) -> R + Send + 'static,
+        Done: FnOnce(Result<R, StoreError>) + Send + 'static,
+    {
+        let job: Job = Box::new(move |txn: Result<&mut WriteTxn<'_>, StoreError>| -> Finish {
+            match txn {
+                Ok(txn) => {
+                    let r = op(txn);
+                    Box::new(move |settled: Result<(), StoreError>| done(settled.map(|()| r)))
+                }
+                Err(e) => Box::new(move |_| done(Err(e))),
+            }
+        });
+        let sender = self.inner.jobs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match sender {
+            Some(tx) => {
+                if let Err(returned) = tx.send(job) {
+                    (returned.0)(Err(StoreError::Closed))(Err(StoreError::Closed));
+                }
+            }
+            None => job(Err(StoreError::Closed))(Err(StoreError::Closed)),
+        }
+    }
+
+    /// [`Store::submit`] and wait for the result.
+    pub fn write<R, Op>(&self, op: Op) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        Op: FnOnce(&mut WriteTxn<'_>) -> R + Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.submit(op, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// Writes a snapshot of the current version (writes go on meanwhile), then removes
+    /// snapshots beyond [`KEEP_SNAPSHOTS`] and the log segments every kept snapshot covers.
+    /// `None` when the newest snapshot already covers the current version.
+    pub fn snapshot(&self) -> Result<Option<SnapshotInfo>, StoreError> {
+        let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let storage = &*self.inner.storage;
+        let dir = &self.inner.snapshot_dir;
+        let version = self.current();
+        let existing = snapshot::list_snapshots(storage, dir)?;
+        if existing.first().is_some_and(|(lsn, _)| *lsn == version.lsn) {
+            return Ok(None);
+        }
+        let meta = SnapshotMeta {
+            lsn: version.lsn,
+            next_id: version.next_id,
+            entry_count: version.len() as u64,
+            created_unix_secs: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            extra: encode_dictionary(version.schema()),
+        };
+        let info = snapshot::write_snapshot(
+            storage,
+            dir,
+            &meta,
+            version.entries.iter().map(|(id, r)| (id, r.as_bytes())),
+        )?;
+        snapshot::remove_stale(storage, dir, KEEP_SNAPSHOTS)?;
+        let kept = snapshot::list_snapshots(storage, dir)?;
+        if let Some((oldest, _)) = kept.last() {
+            self.inner.wal.remove_segments_before(oldest + 1)?;
+        }
+        Ok(Some(info))
+    }
+
+    /// Stops the writer (queued jobs finish first), writes a snapshot when `snapshot` is
+    /// set, and closes the log. Other clones of this handle can no longer write.
+    pub fn close(&self, snapshot: bool) -> Result<(), StoreError> {
+        {
+            let (lock, cv) = &*self.inner.stop;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
+        if let Some(t) = self.inner.timer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+        drop(self.inner.jobs.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(w) = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = w.join();
+        }
+        if snapshot {
+            self.snapshot()?;
+        }
+        self.inner.wal.sync()?;
+        Ok(())
+    }
+}
+
+/// Loads the newest snapshot, or starts empty when there is none.
+fn load_newest(
+    storage: &dyn Storage,
+    dir: &Path,
+    shared: &Arc<Shared>,
+    threads: usize,
+    report: &mut OpenReport,
+) -> Result<Version, StoreError> {
+    let snapshots = snapshot::list_snapshots(storage, dir)?;
+    let Some((lsn, path)) = snapshots.first() else {
+        return Ok(Version::empty(Arc::clone(shared)));
+    };
+    match load_snapshot(storage, path, shared, threads) {
+        Ok(v) => {
+            report.snapshot = Some((path.clone(), *lsn));
+            Ok(v)
+        }
+        Err(problem) => {
+            let fallback = snapshots
+                .get(1)
+                .filter(|(_, p)| snapshot::verify_snapshot(storage, p).is_ok());
+            let advice = match fallback {
+                Some((prev_lsn, prev)) => format!(
+                    "the previous snapshot {} (LSN {prev_lsn}) is intact: move {} out of {} to start from it; \
+                     the transaction log since LSN {prev_lsn} is kept and will be replayed on top of it",
+                    prev.display(),
+                    path.display(),
+                    dir.display()
+                ),
+                None => "no intact older snapshot exists: restore the data directory from a backup".to_string(),
+            };
+            Err(StoreError::CorruptSnapshot {
+                path: path.clone(),
+                problem: format!(
+                    "snapshot {} is damaged ({problem}); startup stopped so that no data is silently lost; {advice}",
+                    path.display()
+                ),
+            })
+        }
+    }
+}
+
+/// Reads one snapshot and builds its version.
+pub(crate) fn load_snapshot(
+    storage: &dyn Storage,
+    path: &Path,
+    shared: &Arc<Shared>,
+    threads: usize,
+) -> Result<Version, String> {
+    let parts: Mutex<Vec<Vec<(EntryId, EntryRecord)>>> = Mutex::new(Vec::new());
+    let meta = snapshot::read_snapshot(storage, path, threads, |chunk| {
+        let mut out = Vec::new();
+        for (id, bytes) in chunk {
+            let record = EntryRecord::from_bytes(bytes).map_err(|e| format!("entry {id}: {e}"))?;
+            out.push((id, record));
+        }
+        parts.lock().unwrap_or_else(|e| e.into_inner()).push(out);
+        Ok::<(), String>(())
+    })
+    .map_err(|e| e.to_string())?;
+    let mut parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
+    parts.sort_by_key(|p| p.first().map_or(0, |(id, _)| *id));
+    let mut records: Vec<(EntryId, EntryRecord)> = Vec::with_capacity(meta.entry_count as usize);
+    for p in parts {
+        records.extend(p);
+    }
+    if let TypeMap::Remap(map) = decode_dictionary(&meta.extra, &shared.schema)? {
+        for (_, r) in &mut records {
+            *r = remap_record(r, &map)?;
+        }
+    }
+    let version = build_version(shared, meta.lsn, meta.next_id, records, threads)?;
+    if version.len() as u64 != meta.entry_count {
+        return Err(format!(
+            "the header announces {} entries but {} were read",
+            meta.entry_count,
+            version.len()
+        ));
+    }
+    Ok(version)
+}

@@ -1,0 +1,193 @@
+//! The writer's transaction: changes to the next version, each logged as a WAL record.
+//!
+//! Each method is atomic on its own: it checks everything (the tree: parent, name, leaf;
+//! the caller has already checked the entry against the schema) before it changes
+//! anything, so a refused change leaves no trace. A closure making several changes gets no
+//! rollback of the earlier ones when a later one is refused; the LDAP operations make one
+//! change each (a subtree delete deletes leaves first, each of which stands on its own).
+//!
+//! Replay ([`apply_change`]) runs the same methods on the logged records, so a replayed log
+//! puts the directory in exactly the state it had: IDs are assigned in the same order from
+//! the same starting point, and records carry the entry's full attribute list.
+
+use larch_model::dn::{Dn, NormDn};
+use larch_model::entry::{StoredEntry, StoredRef};
+
+use crate::error::StoreError;
+use crate::record::EntryId;
+use crate::version::{rdn_parts, Lookup, Version};
+use crate::wal::record::Change;
+use crate::wal::MAX_RECORD_PAYLOAD;
+
+/// The writer's view of the next version, handed to write closures.
+pub struct WriteTxn<'a> {
+    pub(crate) version: &'a mut Version,
+    /// Encoded WAL payloads of the changes made, in order.
+    pub(crate) log: &'a mut Vec<Vec<u8>>,
+    pub(crate) scratch: &'a mut Vec<u8>,
+}
+
+impl WriteTxn<'_> {
+    /// The directory as it is now, with every earlier change of this batch applied.
+    pub fn version(&self) -> &Version {
+        self.version
+    }
+
+    /// True when this transaction has made a change.
+    pub fn changed(&self) -> bool {
+        !self.log.is_empty()
+    }
+
+    /// The parent ID for an entry named `norm_dn`: its parent entry when it exists (even
+    /// for a naming context, so replay, which cannot know the flag, decides the same), else
+    /// 0 for a naming context, else `NoSuchParent`.
+    fn parent_for(&self, norm_dn: &NormDn, naming_context: bool) -> Result<EntryId, StoreError> {
+        match norm_dn.parent().map(|p| self.version.find(&p)) {
+            Some(Some(id)) => Ok(id),
+            _ if naming_context => Ok(0),
+            _ => Err(StoreError::NoSuchParent),
+        }
+    }
+
+    /// Adds an entry. Its parent must exist, unless `naming_context` (a configured suffix
+    /// whose parent is not held here). Returns the new ID.
+    pub fn add(
+        &mut self,
+        dn: &Dn,
+        norm_dn: &NormDn,
+        attrs: &StoredEntry,
+        naming_context: bool,
+    ) -> Result<EntryId, StoreError> {
+        let parent = self.parent_for(norm_dn, naming_context)?;
+        let (rdn, norm_rdn) = rdn_parts(dn, norm_dn, parent == 0);
+        let record = checked(Change::Add {
+            dn: dn.to_string(),
+            attributes_ber: attrs.to_attributes_ber(self.version.schema()),
+        })?;
+        let id = self
+            .version
+            .add(parent, &rdn, &norm_rdn, attrs.as_ref(), self.scratch)?;
+        self.log.push(record);
+        Ok(id)
+    }
+
+    /// Replaces the attributes of entry `id`.
+    pub fn modify(&mut self, id: EntryId, attrs: &StoredEntry) -> Result<(), StoreError> {
+        let record = checked(Change::Modify {
+            dn: self.version.dn(id),
+            attributes_ber: attrs.to_attributes_ber(self.version.schema()),
+        })?;
+        self.version.replace(id, attrs.as_ref(), self.scratch)?;
+        self.log.push(record);
+        Ok(())
+    }
+
+    /// Deletes entry `id`, which must be a leaf.
+    pub fn delete(&mut self, id: EntryId) -> Result<(), StoreError> {
+        let dn = self.version.dn(id);
+        self.version.delete(id, self.scratch)?;
+        self.log.push(Change::Delete { dn }.to_vec());
+        Ok(())
+    }
+
+    /// Renames entry `id` to `new_dn` (moving it when the parent differs) with the given
+    /// attributes (the caller has added or removed RDN values). A naming context can be
+    /// renamed only to another naming context (`naming_context`).
+    pub fn rename(
+        &mut self,
+        id: EntryId,
+        new_dn: &Dn,
+        new_norm_dn: &NormDn,
+        attrs: &StoredEntry,
+        naming_context: bool,
+    ) -> Result<(), StoreError> {
+        let old_dn = self.version.dn(id);
+        let parent = self.parent_for(new_norm_dn, naming_context)?;
+        let (rdn, norm_rdn) = rdn_parts(new_dn, new_norm_dn, parent == 0);
+        let record = checked(Change::ModifyDn {
+            dn: old_dn,
+            new_dn: new_dn.to_string(),
+            attributes_ber: attrs.to_attributes_ber(self.version.schema()),
+        })?;
+        self.version
+            .rename(id, parent, &rdn, &norm_rdn, attrs.as_ref(), self.scratch)?;
+        self.log.push(record);
+        Ok(())
+    }
+}
+
+/// Encodes a change, refusing one too large for a log record before anything is changed.
+fn checked(change: Change) -> Result<Vec<u8>, StoreError> {
+    let payload = change.to_vec();
+    if payload.len() > MAX_RECORD_PAYLOAD {
+        return Err(StoreError::TooLarge { len: payload.len() });
+    }
+    Ok(payload)
+}
+
+/// Applies one logged change (replay at startup).
+pub(crate) fn apply_change(
+    version: &mut Version,
+    change: &Change,
+    scratch: &mut Vec<u8>,
+) -> Result<(), String> {
+    let schema = std::sync::Arc::clone(&version.shared.schema);
+    let parse = |dn: &str| -> Result<(Dn, NormDn), String> {
+        NormDn::parse(dn.as_bytes(), &*schema).map_err(|e| format!("DN `{dn}`: {e}"))
+    };
+    let attrs = |ber: &[u8]| StoredEntry::from_attributes_ber(ber, &schema).map_err(|e| e.to_string());
+    let find = |version: &Version, norm: &NormDn| -> Result<EntryId, String> {
+        version
+            .find(norm)
+            .ok_or_else(|| format!("entry `{norm}` does not exist"))
+    };
+    // A logged entry whose parent is not held here was added as a naming context.
+    let parent_of = |version: &Version, norm: &NormDn| match norm.parent() {
+        Some(p) => match version.lookup(&p) {
+            Lookup::Found(id) => id,
+            Lookup::Missing { .. } => 0,
+        },
+        None => 0,
+    };
+    match change {
+        Change::Add { dn, attributes_ber } => {
+            let (dn, norm) = parse(dn)?;
+            let stored = attrs(attributes_ber)?;
+            let parent = parent_of(version, &norm);
+            let (rdn, norm_rdn) = rdn_parts(&dn, &norm, parent == 0);
+            version
+                .add(parent, &rdn, &norm_rdn, stored.as_ref(), scratch)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        Change::Modify { dn, attributes_ber } => {
+            let (_, norm) = parse(dn)?;
+            let stored = attrs(attributes_ber)?;
+            let id = find(version, &norm)?;
+            version
+                .replace(id, stored.as_ref(), scratch)
+                .map_err(|e| e.to_string())
+        }
+        Change::Delete { dn } => {
+            let (_, norm) = parse(dn)?;
+            let id = find(version, &norm)?;
+            version.delete(id, scratch).map_err(|e| e.to_string())
+        }
+        Change::ModifyDn {
+            dn,
+            new_dn,
+            attributes_ber,
+        } => {
+            let (_, norm) = parse(dn)?;
+            let id = find(version, &norm)?;
+            let (new_dn, new_norm) = parse(new_dn)?;
+            let stored: StoredEntry = attrs(attributes_ber)?;
+            let parent = parent_of(version, &new_norm);
+            let (rdn, norm_rdn) = rdn_parts(&new_dn, &new_norm, parent == 0);
+            let view: StoredRef<'_> = stored.as_ref();
+            version
+                .rename(id, parent, &rdn, &norm_rdn, view, scratch)
+                .map_err(|e| e.to_string())
+        }
+    }
+}

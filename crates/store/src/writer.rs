@@ -1,0 +1,122 @@
+//! The single writer thread: batches of write closures, one log wait and one publication
+//! per batch.
+//!
+//! Protocol, in steps:
+//! 1. [`crate::Store::submit`] queues a job on a bounded channel
+//!    ([`MAX_QUEUED_WRITES`]; a full queue makes submitters wait, which is the back pressure
+//!    on clients that write faster than the disk syncs).
+//! 2. The writer takes every queued job (at most [`MAX_BATCH`]), clones the current version
+//!    (its roots only) and runs the jobs one after another on the clone through a
+//!    [`WriteTxn`]; each change is applied copy-on-write and encoded as a log record. Nodes
+//!    copied once in a batch are owned by the clone, so later jobs change them in place.
+//! 3. It hands all records of the batch to the log and waits for the last one: the log's
+//!    group commit makes one fsync cover the whole batch (and jobs queued meanwhile form the
+//!    next batch).
+//! 4. Once the records are acknowledged, it publishes the new version (readers see all of
+//!    the batch or none of it), then reports each job's result.
+//! 5. If the log fails, the batch's version is dropped, jobs that changed something get
+//!    [`StoreError::Failed`], and every later job too: a log that failed an fsync cannot be
+//!    trusted again until the store is reopened (recovery then decides what survived).
+//!
+//! Nothing is visible to readers, and no result is reported, before its record is
+//! acknowledged (durable under `sync = always`).
+
+use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
+use std::sync::Arc;
+
+use crate::error::StoreError;
+use crate::txn::WriteTxn;
+use crate::version::Version;
+use crate::version_cell::VersionCell;
+use crate::wal::Wal;
+
+/// Jobs waiting for the writer before submitters block.
+pub const MAX_QUEUED_WRITES: usize = 4096;
+
+/// Jobs in one batch (one log wait, one publication).
+pub const MAX_BATCH: usize = 1024;
+
+/// Reports a job's result once its batch is durable (or failed).
+pub(crate) type Finish = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
+/// A write job: runs on the writer thread with the transaction, or with the error that
+/// stops the store, and returns what to call when its batch is settled.
+pub(crate) type Job = Box<dyn FnOnce(Result<&mut WriteTxn<'_>, StoreError>) -> Finish + Send>;
+
+/// The writer loop; returns when every sender is gone.
+pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc<Wal>) {
+    let mut current = cell.load();
+    let mut failed: Option<String> = None;
+    let mut log: Vec<Vec<u8>> = Vec::new();
+    let mut scratch: Vec<u8> = Vec::with_capacity(1024);
+    loop {
+        let first = match jobs.recv() {
+            Ok(job) => job,
+            Err(RecvError) => return,
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        if let Some(msg) = &failed {
+            for job in batch {
+                job(Err(StoreError::Failed(msg.clone())))(Err(StoreError::Failed(msg.clone())));
+            }
+            continue;
+        }
+        let mut working: Version = (*current).clone();
+        let mut finishers: Vec<(Finish, bool)> = Vec::with_capacity(batch.len());
+        log.clear();
+        for job in batch {
+            let before = log.len();
+            let mut txn = WriteTxn {
+                version: &mut working,
+                log: &mut log,
+                scratch: &mut scratch,
+            };
+            let finish = job(Ok(&mut txn));
+            finishers.push((finish, log.len() > before));
+        }
+        if log.is_empty() {
+            for (finish, _) in finishers {
+                finish(Ok(()));
+            }
+            continue;
+        }
+        match log_batch(&wal, &mut log) {
+            Ok(last) => {
+                working.lsn = last;
+                let next = Arc::new(working);
+                cell.publish(Arc::clone(&next));
+                current = next;
+                for (finish, _) in finishers {
+                    finish(Ok(()));
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                failed = Some(msg.clone());
+                for (finish, changed) in finishers {
+                    finish(if changed {
+                        Err(StoreError::Failed(msg.clone()))
+                    } else {
+                        Ok(())
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Hands the records to the log and waits for the last; returns its LSN.
+fn log_batch(wal: &Wal, log: &mut Vec<Vec<u8>>) -> Result<u64, StoreError> {
+    let mut last = 0;
+    for payload in log.drain(..) {
+        last = wal.submit(payload)?;
+    }
+    wal.wait_for(last)?;
+    Ok(last)
+}
