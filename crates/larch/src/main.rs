@@ -1,6 +1,7 @@
 //! The `larch` binary. Subcommands that exist: `gen` (benchmark data) and `bench` (the load
-//! client), both from `larch-bench`. `serve`, `import`, `export`, `snapshot`, `verify` and
-//! `passwd` do not exist yet; `serve` says so rather than pretending.
+//! client), both from `larch-bench`; `import`, `export`, `verify` and `snapshot` on a data
+//! directory of `larch-store` (see [`store_cmd`]). `serve` and `passwd` do not exist yet;
+//! `serve` says so rather than pretending.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,9 +15,15 @@ use larch_bench::url::LdapUrl;
 use larch_bench::{Attributes, AuthConnection, BenchConfig, GenConfig, PasswordScheme, Workload};
 use larch_proto::SearchScope;
 
+mod store_cmd;
+
+use store_cmd::{ExportArgs, ImportArgs, SnapshotArgs, VerifyArgs};
+
 const NOT_BUILT: &str = "the directory server is not built yet; so far there are the LDAPv3 codec \
-                         (larch-proto), the directory model (larch-model) and the benchmark tools \
-                         (`larch gen`, `larch bench`). See README.md.";
+                         (larch-proto), the directory model (larch-model), the in-memory store \
+                         (larch-store: `larch import`, `larch export`, `larch verify`, \
+                         `larch snapshot`) and the benchmark tools (`larch gen`, `larch bench`). \
+                         See README.md.";
 
 /// Larch: an LDAPv3 directory server (in construction) and its benchmark tools.
 #[derive(Debug, Parser)]
@@ -37,6 +44,14 @@ enum Command {
     /// Plain ldap:// only for now: ldaps:// and StartTLS are not implemented in the load
     /// client yet.
     Bench(Box<BenchArgs>),
+    /// Create a data directory from LDIF (offline; parents before children).
+    Import(ImportArgs),
+    /// Write a data directory's entries as LDIF, parents before children.
+    Export(ExportArgs),
+    /// Open a data directory, check its consistency, report load time and memory.
+    Verify(VerifyArgs),
+    /// Write a snapshot of a data directory (compacting its log).
+    Snapshot(SnapshotArgs),
 }
 
 /// `larch gen`.
@@ -237,6 +252,10 @@ fn main() -> ExitCode {
         }
         Some(Command::Gen(args)) => report(gen(args)),
         Some(Command::Bench(args)) => report(bench(*args)),
+        Some(Command::Import(args)) => report(store_cmd::import(args)),
+        Some(Command::Export(args)) => report(store_cmd::export(args)),
+        Some(Command::Verify(args)) => report(store_cmd::verify(args)),
+        Some(Command::Snapshot(args)) => report(store_cmd::snapshot(args)),
     }
 }
 
@@ -461,5 +480,57 @@ mod tests {
         assert_eq!(b.workload, Workload::Auth);
         assert!(Cli::try_parse_from(["larch", "bench", "-W", "nope"]).is_err());
         assert!(Cli::try_parse_from(["larch", "gen", "--password-scheme", "md5"]).is_err());
+    }
+
+    #[test]
+    fn store_commands_parse() {
+        let cli = Cli::try_parse_from([
+            "larch",
+            "import",
+            "--data",
+            "d",
+            "--suffix",
+            "dc=a",
+            "--suffix",
+            "dc=b",
+            "--threads",
+            "3",
+            "-",
+        ])
+        .unwrap();
+        let Some(Command::Import(i)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(i.suffixes, ["dc=a", "dc=b"]);
+        assert_eq!(i.threads, 3);
+        assert_eq!(i.file, PathBuf::from("-"));
+        assert!(!i.allow_file_urls);
+        assert!(
+            Cli::try_parse_from(["larch", "import", "--data", "d"]).is_err(),
+            "the file is required"
+        );
+        assert!(
+            Cli::try_parse_from(["larch", "export"]).is_err(),
+            "--data is required"
+        );
+        let cli =
+            Cli::try_parse_from(["larch", "export", "--data", "d", "--base", "dc=a", "-o", "x"]).unwrap();
+        let Some(Command::Export(e)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(e.base.as_deref(), Some("dc=a"));
+        assert_eq!(e.out, Some(PathBuf::from("x")));
+        assert!(matches!(
+            Cli::try_parse_from(["larch", "verify", "--data", "d", "--json"])
+                .unwrap()
+                .command,
+            Some(Command::Verify(VerifyArgs { json: true, .. }))
+        ));
+        assert!(matches!(
+            Cli::try_parse_from(["larch", "snapshot", "--data", "d"])
+                .unwrap()
+                .command,
+            Some(Command::Snapshot(_))
+        ));
     }
 }

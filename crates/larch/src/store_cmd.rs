@@ -1,0 +1,448 @@
+//! The data-directory subcommands: `import`, `export`, `verify` and `snapshot`, over
+//! `larch-store`.
+//!
+//! - `import` creates a data directory from LDIF (offline: it writes one snapshot at LSN 0
+//!   and no log), with a progress bar on a terminal;
+//! - `export` opens a data directory and writes its entries as LDIF, parents first;
+//! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
+//!   torn log tail cut), the time and memory it took, and checks every invariant of the
+//!   loaded version;
+//! - `snapshot` opens a data directory and writes a snapshot of it (compacting the log).
+//!
+//! None of them runs while a server has the directory open: they open it themselves.
+//! Every command that opens a store closes it without writing a snapshot, so `export` and
+//! `verify` leave the snapshots as they found them (opening may still cut a torn log tail,
+//! which `verify` reports).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use larch_model::dn::NormDn;
+use larch_model::schema::Schema;
+use larch_store::import::{export_ldif, import_ldif, ImportOptions, ImportProgress};
+use larch_store::ldif::LdifWriter;
+use larch_store::storage::FsStorage;
+use larch_store::{OpenReport, Store, StoreOptions};
+use serde_json::json;
+
+/// Input read ahead of the import's batch splitter, in octets.
+const INPUT_BUFFER: usize = 1 << 20;
+
+/// Output buffered before `export` writes to its file or stdout, in octets.
+const OUTPUT_BUFFER: usize = 1 << 20;
+
+/// How often the progress bar redraws (it also redraws on every batch, which is ~1 MiB).
+const PROGRESS_TICK: Duration = Duration::from_millis(200);
+
+/// `larch import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Data directory to create (must hold no snapshot and no log).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Parsing threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Read `attr:< file://...` values from the filesystem.
+    #[arg(long)]
+    pub allow_file_urls: bool,
+    /// Naming context allowed as a top entry (repeatable); none given: any entry whose
+    /// parent is absent from the input becomes a naming context.
+    #[arg(long = "suffix", value_name = "DN")]
+    pub suffixes: Vec<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The LDIF file (`-`: standard input). Parents must come before their children.
+    pub file: PathBuf,
+}
+
+/// `larch export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Data directory.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Export only this entry and its subtree (default: every naming context).
+    #[arg(long, value_name = "DN")]
+    pub base: Option<String>,
+    /// Output file (default: standard output).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `larch verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Data directory.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Loading threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `larch snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Data directory.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Loading threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+fn schema() -> Result<Arc<Schema>, String> {
+    Schema::builtin()
+        .map(Arc::new)
+        .map_err(|e| format!("the built-in schema does not load: {e}"))
+}
+
+fn to_json(v: &serde_json::Value) -> Result<String, String> {
+    serde_json::to_string_pretty(v).map_err(|e| e.to_string())
+}
+
+/// Megabytes (10^6 octets), for humans.
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+/// `n / d`, 0 when `d` is 0.
+fn per(n: f64, d: f64) -> f64 {
+    if d > 0.0 {
+        n / d
+    } else {
+        0.0
+    }
+}
+
+/// `larch import`.
+pub fn import(a: ImportArgs) -> Result<(), String> {
+    let schema = schema()?;
+    let mut naming_contexts = Vec::with_capacity(a.suffixes.len());
+    for s in &a.suffixes {
+        let (_, norm) = NormDn::parse(s.as_bytes(), &*schema).map_err(|e| format!("--suffix `{s}`: {e}"))?;
+        naming_contexts.push(norm);
+    }
+    let stdin = a.file.as_os_str() == "-";
+    let (input, size): (Box<dyn BufRead + Send>, Option<u64>) = if stdin {
+        (
+            Box::new(BufReader::with_capacity(INPUT_BUFFER, std::io::stdin())),
+            None,
+        )
+    } else {
+        let f = File::open(&a.file).map_err(|e| format!("cannot open {}: {e}", a.file.display()))?;
+        let size = f.metadata().ok().map(|m| m.len()).filter(|&n| n > 0);
+        (Box::new(BufReader::with_capacity(INPUT_BUFFER, f)), size)
+    };
+    let options = ImportOptions {
+        dir: a.data.clone(),
+        storage: Arc::new(FsStorage),
+        schema,
+        threads: a.threads,
+        naming_contexts,
+        hook: None,
+        allow_file_urls: a.allow_file_urls,
+    };
+    let bar = progress_bar(size);
+    let started = Instant::now();
+    let result = import_ldif(&options, input, |p: ImportProgress| {
+        bar.set_position(p.bytes);
+        let rate = per(p.entries as f64, p.elapsed.as_secs_f64());
+        if size.is_some_and(|s| p.bytes >= s) {
+            bar.set_message(format!(
+                "{} entries, {rate:.0} entries/s; writing the snapshot",
+                p.entries
+            ));
+        } else {
+            bar.set_message(format!("{} entries, {rate:.0} entries/s", p.entries));
+        }
+    });
+    bar.finish_and_clear();
+    let report = result.map_err(|e| format!("import into {} failed: {e}", a.data.display()))?;
+    let secs = started.elapsed().as_secs_f64();
+    let rate = per(report.entries as f64, secs);
+    if a.json {
+        println!(
+            "{}",
+            to_json(&json!({
+                "entries": report.entries,
+                "seconds": secs,
+                "entries_per_sec": rate,
+                "parse_seconds": report.parse_time.as_secs_f64(),
+                "write_seconds": report.write_time.as_secs_f64(),
+                "snapshot": report.snapshot.path,
+                "snapshot_bytes": report.snapshot.bytes,
+            }))?
+        );
+    } else {
+        println!(
+            "imported {} entries in {secs:.2} s ({rate:.0} entries/s; reading and checking {:.2} s, \
+             writing the snapshot {:.2} s); snapshot {} ({:.1} MB)",
+            report.entries,
+            report.parse_time.as_secs_f64(),
+            report.write_time.as_secs_f64(),
+            report.snapshot.path.display(),
+            mb(report.snapshot.bytes),
+        );
+    }
+    Ok(())
+}
+
+/// A bar over the input's octets when stderr is a terminal and the size is known, a
+/// spinner when it is not known, nothing when stderr is not a terminal.
+fn progress_bar(size: Option<u64>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match size {
+        Some(total) => {
+            let bar = ProgressBar::new(total);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{elapsed_precise} [{wide_bar}] {bytes}/{total_bytes} {msg} (ETA {eta})",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        }
+        None => {
+            let bar = ProgressBar::new_spinner();
+            if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} {spinner} {bytes} read, {msg}")
+            {
+                bar.set_style(style);
+            }
+            bar
+        }
+    };
+    bar.enable_steady_tick(PROGRESS_TICK);
+    bar
+}
+
+/// Opens the store in `dir`, which must exist (opening would otherwise create an empty
+/// one, and an empty export or verification of a mistyped path helps nobody).
+fn open(dir: &Path, threads: usize) -> Result<(Store, OpenReport), String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} is not a data directory (it does not exist)",
+            dir.display()
+        ));
+    }
+    let mut options = StoreOptions::new(dir, schema()?);
+    options.threads = threads;
+    options.snapshot_interval = None;
+    Store::open(options).map_err(|e| format!("cannot open the store in {}: {e}", dir.display()))
+}
+
+/// Runs `f` on an open store, then closes it without a snapshot, whatever `f` returned.
+fn with_store<T>(store: &Store, f: impl FnOnce(&Store) -> Result<T, String>) -> Result<T, String> {
+    let result = f(store);
+    let closed = store
+        .close(false)
+        .map_err(|e| format!("closing the store failed: {e}"));
+    let value = result?;
+    closed?;
+    Ok(value)
+}
+
+/// `larch export`.
+pub fn export(a: ExportArgs) -> Result<(), String> {
+    let (store, _) = open(&a.data, 0)?;
+    with_store(&store, |store| {
+        let version = store.current();
+        let base = match &a.base {
+            None => None,
+            Some(b) => {
+                let (_, norm) = NormDn::parse(b.as_bytes(), version.schema())
+                    .map_err(|e| format!("--base `{b}`: {e}"))?;
+                match version.find(&norm) {
+                    Some(id) => Some(id),
+                    None => {
+                        return Err(format!(
+                            "--base `{b}`: no such entry in {}; nothing exported",
+                            a.data.display()
+                        ))
+                    }
+                }
+            }
+        };
+        let started = Instant::now();
+        let (out, name): (Box<dyn Write>, String) = match &a.out {
+            Some(p) => (
+                Box::new(File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?),
+                p.display().to_string(),
+            ),
+            None => (Box::new(std::io::stdout().lock()), "standard output".into()),
+        };
+        let mut writer = LdifWriter::new(BufWriter::with_capacity(OUTPUT_BUFFER, out));
+        let written = writer
+            .write_version()
+            .and_then(|()| export_ldif(&version, base, &mut writer))
+            .and_then(|n| writer.flush().map(|()| n));
+        let n = match written {
+            Ok(n) => n,
+            Err(e) => {
+                if let Some(p) = &a.out {
+                    // A partial file would pass for a complete export.
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(format!("writing {name} failed: {e}"));
+            }
+        };
+        eprintln!(
+            "exported {n} entries to {name} in {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    })
+}
+
+/// The resident set size of this process, from `/proc/self/status` (Linux).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmRSS:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// `larch verify`.
+pub fn verify(a: VerifyArgs) -> Result<(), String> {
+    let (store, report) = open(&a.data, a.threads)?;
+    let rss = resident_bytes();
+    with_store(&store, |store| {
+        let version = store.current();
+        let entries = version.len();
+        let heap = version.heap_bytes();
+        let started = Instant::now();
+        let check = version.check();
+        let check_time = started.elapsed();
+        let n = entries as f64;
+        let per_entry = |bytes: usize| per(bytes as f64, n);
+        if a.json {
+            let cut = report.wal_cut.as_ref().map(|c| {
+                json!({
+                    "path": c.path,
+                    "offset": c.offset,
+                    "discarded": c.discarded,
+                    "reason": c.reason.to_string(),
+                })
+            });
+            let part = |bytes: usize| json!({"bytes": bytes, "per_entry": per_entry(bytes)});
+            println!(
+                "{}",
+                to_json(&json!({
+                    "data": a.data,
+                    "entries": entries,
+                    "lsn": version.lsn(),
+                    "snapshot": report.snapshot.as_ref().map(|(p, lsn)| json!({"path": p, "lsn": lsn})),
+                    "replayed": report.replayed,
+                    "wal_cut": cut,
+                    "load_seconds": report.load_time.as_secs_f64(),
+                    "replay_seconds": report.replay_time.as_secs_f64(),
+                    "rss_bytes": rss,
+                    "rss_per_entry": rss.map(|r| per(r as f64, n)),
+                    "heap": {
+                        "entries": part(heap.entries),
+                        "dn_index": part(heap.dn_index),
+                        "children": part(heap.children),
+                        "attribute_indexes": part(heap.attribute_indexes),
+                        "total": part(heap.total()),
+                    },
+                    "check": {
+                        "ok": check.is_ok(),
+                        "error": check.as_ref().err(),
+                        "seconds": check_time.as_secs_f64(),
+                    },
+                }))?
+            );
+        } else {
+            println!("data directory   {}", a.data.display());
+            println!("entries          {entries} (last LSN {})", version.lsn());
+            match &report.snapshot {
+                Some((p, lsn)) => println!("snapshot         {} (LSN {lsn})", p.display()),
+                None => println!("snapshot         none (empty directory or log only)"),
+            }
+            println!("log replayed     {} records", report.replayed);
+            match &report.wal_cut {
+                Some(c) => println!(
+                    "torn log tail    CUT: {} at offset {}, {} octets discarded ({})",
+                    c.path.display(),
+                    c.offset,
+                    c.discarded,
+                    c.reason
+                ),
+                None => println!("torn log tail    none"),
+            }
+            println!("load time        {:.3} s", report.load_time.as_secs_f64());
+            println!("replay time      {:.3} s", report.replay_time.as_secs_f64());
+            match rss {
+                Some(r) => println!(
+                    "resident memory  {:.1} MB ({:.0} octets per entry)",
+                    mb(r),
+                    per(r as f64, n)
+                ),
+                None => println!("resident memory  unknown (no /proc/self/status)"),
+            }
+            println!("heap, per entry:");
+            for (name, bytes) in [
+                ("entries", heap.entries),
+                ("DN index", heap.dn_index),
+                ("children", heap.children),
+                ("attribute indexes", heap.attribute_indexes),
+                ("total", heap.total()),
+            ] {
+                println!(
+                    "  {name:<18} {:>10.1} MB {:>8.1} octets",
+                    mb(bytes as u64),
+                    per_entry(bytes)
+                );
+            }
+            match &check {
+                Ok(()) => println!("check            ok ({:.3} s)", check_time.as_secs_f64()),
+                Err(e) => println!("check            FAILED: {e}"),
+            }
+        }
+        check.map_err(|e| format!("{} fails its consistency check: {e}", a.data.display()))
+    })
+}
+
+/// `larch snapshot`.
+pub fn snapshot(a: SnapshotArgs) -> Result<(), String> {
+    let (store, _) = open(&a.data, a.threads)?;
+    with_store(&store, |store| {
+        let started = Instant::now();
+        let written = store
+            .snapshot()
+            .map_err(|e| format!("the snapshot of {} failed: {e}", a.data.display()))?;
+        match written {
+            Some(info) => println!(
+                "wrote {} at LSN {}: {} entries, {} chunks, {:.1} MB, in {:.2} s",
+                info.path.display(),
+                info.lsn,
+                info.entries,
+                info.chunks,
+                mb(info.bytes),
+                started.elapsed().as_secs_f64()
+            ),
+            None => println!(
+                "nothing to write: the newest snapshot already covers LSN {}",
+                store.current().lsn()
+            ),
+        }
+        Ok(())
+    })
+}
