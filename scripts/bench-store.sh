@@ -54,6 +54,8 @@ done
 run lookup "$bench" lookup --data "$work/data" --uids "$work/gen/uid.txt" --lookups "$LOOKUPS" --json
 run commit "$bench" commit --data "$work/data" --writers "$WRITERS" --seconds "$SECONDS_PER_RUN" \
     --sync "$SYNC" --json
+# Fold the commit run's log into a snapshot, so the next open does not replay it.
+run compact "$larch" snapshot --data "$work/data"
 run snapshot "$bench" snapshot-under-load --data "$work/data" --writers "$WRITERS" \
     --seconds "$SECONDS_PER_RUN" --sync "$SYNC" --json
 

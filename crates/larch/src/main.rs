@@ -15,6 +15,7 @@ use larch_bench::url::LdapUrl;
 use larch_bench::{Attributes, AuthConnection, BenchConfig, GenConfig, PasswordScheme, Workload};
 use larch_proto::SearchScope;
 
+mod alloc;
 mod store_cmd;
 
 use store_cmd::{ExportArgs, ImportArgs, SnapshotArgs, VerifyArgs};

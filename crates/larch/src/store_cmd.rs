@@ -239,7 +239,13 @@ fn open(dir: &Path, threads: usize) -> Result<(Store, OpenReport), String> {
     let mut options = StoreOptions::new(dir, schema()?);
     options.threads = threads;
     options.snapshot_interval = None;
-    Store::open(options).map_err(|e| format!("cannot open the store in {}: {e}", dir.display()))
+    options.snapshot_after_records = None;
+    let opened =
+        Store::open(options).map_err(|e| format!("cannot open the store in {}: {e}", dir.display()))?;
+    // What loading freed (the file buffer, the keys sorted into the indexes) goes back to
+    // the OS now, as the server does after its load.
+    crate::alloc::release_free_memory();
+    Ok(opened)
 }
 
 /// Runs `f` on an open store, then closes it without a snapshot, whatever `f` returned.

@@ -35,6 +35,10 @@ use larch_model::schema::{AttributeTypeId, Schema};
 use larch_store::wal::SyncPolicy;
 use larch_store::{EntryId, Store, StoreError, StoreOptions, Version, WriteTxn};
 
+/// The allocator the `larch` binary uses.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Lookups made before the measured ones (caches, branch predictors), at most.
 const LOOKUP_WARMUP: u64 = 100_000;
 
@@ -221,6 +225,7 @@ fn run(a: &Args) -> Result<Json, String> {
     options.sync = a.sync;
     options.threads = a.threads;
     options.snapshot_interval = None;
+    options.snapshot_after_records = None;
     let started = Instant::now();
     let (store, report) = Store::open(options).map_err(|e| e.to_string())?;
     let open_secs = started.elapsed().as_secs_f64();

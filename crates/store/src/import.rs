@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use larch_model::dn::{Dn, NormDn};
-use larch_model::entry::{check::check_entry, resolve_description, Entry, StoredEntry};
-use larch_model::schema::Schema;
+use larch_model::entry::{check::check_entry, resolve_description, Entry, Options, StoredEntry};
+use larch_model::schema::{AttributeTypeId, Schema};
 
 use crate::ldif::{LdifChange, LdifReader, LdifRecord, LdifWriter};
 use crate::load::encode_dictionary;
@@ -188,11 +188,16 @@ pub fn import_ldif(
             .map_or(0, |d| d.as_secs()),
         extra: encode_dictionary(&options.schema),
     };
-    let info = snapshot::write_snapshot(
+    let write = snapshot::WriteOptions {
+        threads,
+        ..snapshot::WriteOptions::default()
+    };
+    let info = snapshot::write_snapshot_with(
         storage,
         &snapshot_dir,
         &meta,
         records.iter().map(|(id, r)| (*id, r.as_bytes())),
+        &write,
     )?;
     Ok(ImportReport {
         entries: records.len() as u64,
@@ -242,6 +247,8 @@ fn parse_batch(options: &ImportOptions<'_>, first_line: u64, text: &[u8]) -> Bat
     let schema = &*options.schema;
     let mut reader = LdifReader::new(text).allow_file_urls(options.allow_file_urls);
     let mut out = Vec::new();
+    // A file names a few dozen attribute descriptions a million times: resolve each once.
+    let mut descriptions: HashMap<String, (AttributeTypeId, Options)> = HashMap::new();
     let shift = |mut e: crate::ldif::LdifError| {
         e.line += first_line - 1;
         if e.record_line > 0 {
@@ -271,9 +278,15 @@ fn parse_batch(options: &ImportOptions<'_>, first_line: u64, text: &[u8]) -> Bat
         let (dn, norm) = NormDn::parse(&dn, schema).map_err(|e| refuse(format!("bad DN: {e}")))?;
         let mut entry = Entry::new(dn, norm);
         for (description, value) in attributes {
-            let (ty, opts) =
-                resolve_description(description.as_bytes(), schema).map_err(|e| refuse(e.to_string()))?;
-            entry.push_value(ty, &opts, value);
+            let (ty, opts) = match descriptions.get(&description) {
+                Some(known) => known,
+                None => {
+                    let resolved = resolve_description(description.as_bytes(), schema)
+                        .map_err(|e| refuse(e.to_string()))?;
+                    descriptions.entry(description).or_insert(resolved)
+                }
+            };
+            entry.push_value(*ty, opts, value);
         }
         if let Some(hook) = options.hook {
             hook(&mut entry).map_err(refuse)?;

@@ -40,6 +40,9 @@ pub mod writer;
 
 pub use error::StoreError;
 pub use record::{EntryId, EntryRecord};
-pub use store::{OpenReport, Store, StoreOptions, StoreReader, KEEP_SNAPSHOTS};
+pub use store::{
+    OpenReport, Store, StoreOptions, StoreReader, DEFAULT_SNAPSHOT_AFTER_RECORDS,
+    DEFAULT_SNAPSHOT_DUTY_CYCLE, KEEP_SNAPSHOTS,
+};
 pub use txn::WriteTxn;
 pub use version::{EntryView, Lookup, Version};

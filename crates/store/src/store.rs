@@ -26,7 +26,7 @@ use crate::error::StoreError;
 use crate::index::{IndexConfig, Keyer, ResolvedIndexes};
 use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_record, TypeMap};
 use crate::record::{EntryId, EntryRecord};
-use crate::snapshot::{self, SnapshotInfo, SnapshotMeta};
+use crate::snapshot::{self, SnapshotInfo, SnapshotMeta, WriteOptions};
 use crate::storage::{FsStorage, Storage};
 use crate::txn::{apply_change, WriteTxn};
 use crate::version::{Shared, Version};
@@ -37,6 +37,17 @@ use crate::writer::{self, Finish, Job, MAX_QUEUED_WRITES};
 
 /// Snapshots kept: the newest and one previous, so a damaged newest file has a fallback.
 pub const KEEP_SNAPSHOTS: usize = 2;
+
+/// Log records after which a running store writes a snapshot: replaying a million records
+/// takes seconds at startup, loading a snapshot of a million entries about one.
+pub const DEFAULT_SNAPSHOT_AFTER_RECORDS: u64 = 1_000_000;
+
+/// Share of one core a background snapshot may use: measured writers lose about half of it
+/// on a 2-core machine, so 0.15 keeps the slowdown under 10%.
+pub const DEFAULT_SNAPSHOT_DUTY_CYCLE: f64 = 0.15;
+
+/// How often the background thread checks whether a snapshot is due.
+const SNAPSHOT_CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// How to open a store.
 #[derive(Clone)]
@@ -57,6 +68,13 @@ pub struct StoreOptions {
     pub segment_size_limit: u64,
     /// Write a snapshot this often while running (`None`: only on demand and at close).
     pub snapshot_interval: Option<Duration>,
+    /// Also write one when this many log records have accumulated since the last snapshot
+    /// (`None`: never), so the log replayed at startup stays short.
+    pub snapshot_after_records: Option<u64>,
+    /// Fraction of one core a snapshot written while the store runs may keep busy (see
+    /// [`crate::snapshot::WriteOptions::duty_cycle`]); the snapshot at close runs at full
+    /// speed on every core.
+    pub snapshot_duty_cycle: f64,
 }
 
 impl std::fmt::Debug for StoreOptions {
@@ -82,6 +100,8 @@ impl StoreOptions {
             threads: 0,
             segment_size_limit: SEGMENT_SIZE_LIMIT,
             snapshot_interval: Some(Duration::from_secs(24 * 3600)),
+            snapshot_after_records: Some(DEFAULT_SNAPSHOT_AFTER_RECORDS),
+            snapshot_duty_cycle: DEFAULT_SNAPSHOT_DUTY_CYCLE,
         }
     }
 
@@ -113,6 +133,8 @@ pub struct OpenReport {
 
 struct Inner {
     storage: Arc<dyn Storage>,
+    threads: usize,
+    duty_cycle: f64,
     snapshot_dir: PathBuf,
     cell: Arc<VersionCell<Version>>,
     wal: Arc<Wal>,
@@ -238,6 +260,8 @@ impl Store {
         let store = Store {
             inner: Arc::new(Inner {
                 storage,
+                threads: options.thread_count(),
+                duty_cycle: options.snapshot_duty_cycle,
                 snapshot_dir,
                 cell,
                 wal,
@@ -248,31 +272,51 @@ impl Store {
                 timer: Mutex::new(None),
             }),
         };
-        if let Some(every) = options.snapshot_interval {
-            store.start_timer(every);
+        if options.snapshot_interval.is_some() || options.snapshot_after_records.is_some() {
+            store.start_timer(
+                options.snapshot_interval,
+                options.snapshot_after_records,
+                snap_lsn,
+            );
         }
         Ok((store, report))
     }
 
-    fn start_timer(&self, every: Duration) {
+    /// Starts the thread that writes a snapshot every `every`, or after `records` log
+    /// records, whichever comes first.
+    fn start_timer(&self, every: Option<Duration>, records: Option<u64>, snapshot_lsn: u64) {
         let weak = Arc::downgrade(&self.inner);
         let stop = Arc::clone(&self.inner.stop);
         let handle = std::thread::Builder::new()
             .name("larch-snapshot".into())
-            .spawn(move || loop {
-                let (lock, cv) = &*stop;
-                let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-                let (guard, _) = cv
-                    .wait_timeout_while(guard, every, |stopped| !*stopped)
-                    .unwrap_or_else(|e| e.into_inner());
-                if *guard {
-                    return;
+            .spawn(move || {
+                let mut last_time = Instant::now();
+                let mut last_lsn = snapshot_lsn;
+                loop {
+                    let (lock, cv) = &*stop;
+                    let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    let wait = every.map_or(SNAPSHOT_CHECK_EVERY, |e| e.min(SNAPSHOT_CHECK_EVERY));
+                    let (guard, _) = cv
+                        .wait_timeout_while(guard, wait, |stopped| !*stopped)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if *guard {
+                        return;
+                    }
+                    drop(guard);
+                    let Some(inner) = weak.upgrade() else { return };
+                    let store = Store { inner };
+                    let lsn = store.current().lsn;
+                    let by_time = every.is_some_and(|e| last_time.elapsed() >= e);
+                    let by_size = records.is_some_and(|r| lsn.saturating_sub(last_lsn) >= r);
+                    if by_time || by_size {
+                        // A failed periodic snapshot is retried at the next check; the log
+                        // still holds every change, so nothing is lost meanwhile.
+                        if store.snapshot().is_ok() {
+                            last_time = Instant::now();
+                            last_lsn = lsn;
+                        }
+                    }
                 }
-                drop(guard);
-                let Some(inner) = weak.upgrade() else { return };
-                // A failed periodic snapshot is retried at the next interval; the log still
-                // holds every change, so nothing is lost meanwhile.
-                let _ = (Store { inner }).snapshot();
             })
             .ok();
         *self.inner.timer.lock().unwrap_or_else(|e| e.into_inner()) = handle;
@@ -330,10 +374,20 @@ impl Store {
         rx.recv().unwrap_or(Err(StoreError::Closed))
     }
 
-    /// Writes a snapshot of the current version (writes go on meanwhile), then removes
-    /// snapshots beyond [`KEEP_SNAPSHOTS`] and the log segments every kept snapshot covers.
-    /// `None` when the newest snapshot already covers the current version.
+    /// Writes a snapshot of the current version (writes go on meanwhile, the writer paced to
+    /// [`StoreOptions::snapshot_duty_cycle`]), then removes snapshots beyond
+    /// [`KEEP_SNAPSHOTS`] and the log segments every kept snapshot covers. `None` when the
+    /// newest snapshot already covers the current version.
     pub fn snapshot(&self) -> Result<Option<SnapshotInfo>, StoreError> {
+        self.write_snapshot(false)
+    }
+
+    /// [`Store::snapshot`] at full speed on every core (at shutdown, or offline).
+    pub fn snapshot_now(&self) -> Result<Option<SnapshotInfo>, StoreError> {
+        self.write_snapshot(true)
+    }
+
+    fn write_snapshot(&self, full_speed: bool) -> Result<Option<SnapshotInfo>, StoreError> {
         let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         let storage = &*self.inner.storage;
         let dir = &self.inner.snapshot_dir;
@@ -351,11 +405,17 @@ impl Store {
                 .map_or(0, |d| d.as_secs()),
             extra: encode_dictionary(version.schema()),
         };
-        let info = snapshot::write_snapshot(
+        let write = WriteOptions {
+            threads: if full_speed { self.inner.threads } else { 1 },
+            duty_cycle: if full_speed { 1.0 } else { self.inner.duty_cycle },
+            ..WriteOptions::default()
+        };
+        let info = snapshot::write_snapshot_with(
             storage,
             dir,
             &meta,
             version.entries.iter().map(|(id, r)| (id, r.as_bytes())),
+            &write,
         )?;
         snapshot::remove_stale(storage, dir, KEEP_SNAPSHOTS)?;
         let kept = snapshot::list_snapshots(storage, dir)?;
@@ -381,7 +441,7 @@ impl Store {
             let _ = w.join();
         }
         if snapshot {
-            self.snapshot()?;
+            self.snapshot_now()?;
         }
         self.inner.wal.sync()?;
         Ok(())

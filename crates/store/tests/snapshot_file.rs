@@ -178,7 +178,10 @@ fn round_trip_on_the_real_filesystem() {
     std::fs::write(d.join("unrelated.txt"), b"x").unwrap();
     let a = records(1, 3000);
     let b = records(2, 5000);
-    let small = WriteOptions { chunk_target: 4096 };
+    let small = WriteOptions {
+        chunk_target: 4096,
+        ..WriteOptions::default()
+    };
     let ia = write_snapshot_with(&s, &d, &meta(10, &a, b""), a.clone(), &small).unwrap();
     let ib = write_snapshot(&s, &d, &meta(20, &b, b"x"), b.iter().map(|(id, r)| (*id, r))).unwrap();
     assert!(ia.chunks > 10);
@@ -359,7 +362,13 @@ fn write_to_vec(m: &SnapshotMeta, recs: &Records, target: usize) -> Vec<u8> {
         &dir(),
         m,
         recs.clone(),
-        &WriteOptions { chunk_target: target },
+        &WriteOptions {
+            chunk_target: target,
+            // Compression threads must not change a single octet of the file.
+            threads: 1 + target % 4,
+            // Pacing neither (a high duty cycle keeps the sleeps short).
+            duty_cycle: if target % 2 == 0 { 1.0 } else { 0.9 },
+        },
     )
     .unwrap();
     s.read(&info.path).unwrap()
@@ -829,7 +838,10 @@ proptest! {
     fn a_crash_during_a_write_keeps_the_previous_snapshot(seed in any::<u64>(), crash_at in 0usize..300) {
         let s = fault_storage(seed);
         let old = records(seed, 100);
-        let small = WriteOptions { chunk_target: 512 };
+        let small = WriteOptions {
+            chunk_target: 512,
+            ..WriteOptions::default()
+        };
         let info = write_snapshot_with(&s, &dir(), &meta(10, &old, b"a"), old.clone(), &small).unwrap();
         let new = records(seed ^ 1, 300);
         let crasher = s.clone();

@@ -78,9 +78,18 @@ impl Entry {
 
     /// Appends a value, creating the attribute if needed (no duplicate check).
     pub fn push_value(&mut self, ty: AttributeTypeId, options: &Options, value: Vec<u8>) {
+        // Values of one attribute usually come together (LDIF, AddRequest): try the last
+        // attribute before searching them all.
+        if let Some(last) = self.attrs.last_mut() {
+            if last.ty == ty && &last.options == options {
+                last.values.push(value);
+                return;
+            }
+        }
         match self
             .attrs
             .iter_mut()
+            .rev()
             .find(|a| a.ty == ty && &a.options == options)
         {
             Some(a) => a.values.push(value),

@@ -17,11 +17,18 @@
 //! 5. On any error the temporary file is removed (best effort) and no `.snap` name was
 //!    created, so the previous snapshot stays the newest.
 //!
-//! Memory: one uncompressed chunk, one compressed chunk and the directory (20 octets per
-//! chunk); the file is never built in memory.
+//! Compression runs on [`WriteOptions::threads`] threads: chunks are gathered one per
+//! thread, compressed at once on scoped threads, then written in order, so the file is the
+//! same whatever the thread count. [`WriteOptions::duty_cycle`] paces a snapshot written
+//! while the server runs: after each group of chunks the writer sleeps so that it is busy
+//! at most that fraction of the time, leaving the cores to the writes it must not slow.
+//!
+//! Memory: one uncompressed and one compressed buffer per thread, and the directory (20
+//! octets per chunk); the file is never built in memory.
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::format::{
     encode_footer, encode_header, encode_record, encode_trailer, off, snapshot_name, temp_name, ChunkHeader,
@@ -32,19 +39,28 @@ use super::{SnapshotError, SnapshotInfo, SnapshotMeta};
 use crate::storage::{AppendFile, Storage};
 
 /// How [`write_snapshot_with`] lays out the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WriteOptions {
     /// Uncompressed size a chunk grows to before it is written (default
     /// [`CHUNK_TARGET_LEN`]; clamped to `1..=MAX_CHUNK_LEN`). A chunk holds at least one
     /// record, so a record larger than the target gets a chunk of its own. Smaller targets
     /// make more chunks (more parallelism when loading, less compression).
     pub chunk_target: usize,
+    /// Threads compressing chunks (at least 1, at most [`MAX_WRITE_THREADS`]).
+    pub threads: usize,
+    /// Fraction of the time the writer may be busy, in `(0, 1]`; 1 writes at full speed.
+    pub duty_cycle: f64,
 }
+
+/// Most compression threads.
+pub const MAX_WRITE_THREADS: usize = 64;
 
 impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             chunk_target: CHUNK_TARGET_LEN,
+            threads: 1,
+            duty_cycle: 1.0,
         }
     }
 }
@@ -92,8 +108,7 @@ where
     let file = storage
         .open_append(&tmp)
         .map_err(|e| SnapshotError::io("create", &tmp, e))?;
-    let target = options.chunk_target.clamp(1, MAX_CHUNK_LEN);
-    let result = write_body(file, &tmp, meta, records.into_iter(), target).and_then(|info| {
+    let result = write_body(file, &tmp, meta, records.into_iter(), options).and_then(|info| {
         storage
             .rename(&tmp, &path)
             .map_err(|e| SnapshotError::io("rename", &tmp, e))?;
@@ -120,18 +135,27 @@ fn write_body<R: AsRef<[u8]>>(
     tmp: &Path,
     meta: &SnapshotMeta,
     records: impl Iterator<Item = (u32, R)>,
-    target: usize,
+    options: &WriteOptions,
 ) -> Result<SnapshotInfo, SnapshotError> {
+    let target = options.chunk_target.clamp(1, MAX_CHUNK_LEN);
+    let duty_cycle = if options.duty_cycle.is_finite() {
+        options.duty_cycle.clamp(0.01, 1.0)
+    } else {
+        1.0
+    };
     let mut w = ChunkWriter {
         file,
         path: tmp,
         offset: 0,
         raw: Vec::with_capacity(target.saturating_add(RECORD_HEADER_LEN).min(MAX_CHUNK_LEN)),
-        packed: Vec::new(),
         count: 0,
         first_id: 0,
         last_id: 0,
         directory: Vec::new(),
+        pending: Vec::new(),
+        threads: options.threads.clamp(1, MAX_WRITE_THREADS),
+        duty_cycle,
+        busy_since: Instant::now(),
     };
     let mut header = Vec::with_capacity(meta.extra.len() + HEADER_FIXED_LEN);
     encode_header(meta, &mut header);
@@ -185,6 +209,7 @@ fn write_body<R: AsRef<[u8]>>(
     if w.count > 0 {
         w.flush_chunk()?;
     }
+    w.write_pending()?;
 
     let footer_offset = w.offset;
     let mut tail = Vec::with_capacity(w.directory.len() * 20 + 64);
@@ -210,12 +235,31 @@ struct ChunkWriter<'a> {
     offset: u64,
     /// Record frames of the chunk being built.
     raw: Vec<u8>,
-    /// Chunk header and compressed octets; kept between chunks to reuse its allocation.
-    packed: Vec<u8>,
     count: u32,
     first_id: u32,
     last_id: u32,
     directory: Vec<DirEntry>,
+    /// Full chunks waiting to be compressed together.
+    pending: Vec<Pending>,
+    threads: usize,
+    duty_cycle: f64,
+    /// When the writer last woke from pacing.
+    busy_since: Instant,
+}
+
+/// A full chunk, before compression.
+struct Pending {
+    raw: Vec<u8>,
+    count: u32,
+    first_id: u32,
+    last_id: u32,
+}
+
+/// A chunk compressed: header and data, ready to write.
+struct Packed {
+    bytes: Vec<u8>,
+    first_id: u32,
+    last_id: u32,
 }
 
 impl ChunkWriter<'_> {
@@ -227,58 +271,122 @@ impl ChunkWriter<'_> {
         Ok(())
     }
 
-    /// Compresses and writes the chunk being built (which holds at least one record) and
-    /// records it in the directory.
+    /// Queues the chunk being built (which holds at least one record); compresses and
+    /// writes the queue when it holds one chunk per thread.
     fn flush_chunk(&mut self) -> Result<(), SnapshotError> {
-        if self.directory.len() >= MAX_CHUNKS {
+        if self.directory.len() + self.pending.len() >= MAX_CHUNKS {
             return Err(SnapshotError::TooManyChunks);
         }
-        let need = CHUNK_HEADER_LEN + lz4_flex::block::get_maximum_output_size(self.raw.len());
-        if self.packed.len() < need {
-            self.packed.resize(need, 0);
-        }
-        let out = self.packed.get_mut(CHUNK_HEADER_LEN..).unwrap_or_default();
-        let packed_len = lz4_flex::block::compress_into(&self.raw, out).map_err(|e| {
-            SnapshotError::io("compress a chunk for", self.path, io::Error::other(e.to_string()))
-        })?;
-        // Both lengths are within the format's limits by construction (records were checked
-        // against MAX_RECORD_LEN and the target is at most MAX_CHUNK_LEN); a failure here
-        // would be a bug, reported rather than written.
-        let too_large =
-            || SnapshotError::io("compress a chunk for", self.path, io::Error::other("too large"));
-        if self.raw.len() > MAX_CHUNK_LEN || packed_len > MAX_COMPRESSED_LEN {
-            return Err(too_large());
-        }
-        let raw_len = u32::try_from(self.raw.len()).map_err(|_| too_large())?;
-        let packed_u32 = u32::try_from(packed_len).map_err(|_| too_large())?;
-        let total = CHUNK_HEADER_LEN + packed_len;
-        let data_crc = crc32c::crc32c(self.packed.get(CHUNK_HEADER_LEN..total).unwrap_or_default());
-        let header = ChunkHeader {
-            first_id: self.first_id,
-            last_id: self.last_id,
+        let capacity = self.raw.capacity();
+        self.pending.push(Pending {
+            raw: std::mem::replace(&mut self.raw, Vec::with_capacity(capacity)),
             count: self.count,
-            raw_len,
-            packed_len: packed_u32,
-            data_crc,
-        };
-        let mut h = [0u8; CHUNK_HEADER_LEN];
-        header.encode(&mut h);
-        if let Some(slot) = self.packed.get_mut(..CHUNK_HEADER_LEN) {
-            slot.copy_from_slice(&h);
-        }
-        let entry = DirEntry {
-            offset: self.offset,
-            len: u32::try_from(total).map_err(|_| too_large())?,
             first_id: self.first_id,
             last_id: self.last_id,
-        };
-        self.file
-            .write_all(self.packed.get(..total).unwrap_or_default())
-            .map_err(|e| SnapshotError::io("write", self.path, e))?;
-        self.offset += off(total);
-        self.directory.push(entry);
-        self.raw.clear();
+        });
         self.count = 0;
+        if self.pending.len() >= self.threads {
+            self.write_pending()?;
+        }
         Ok(())
     }
+
+    /// Compresses the queued chunks in parallel and writes them in order.
+    fn write_pending(&mut self) -> Result<(), SnapshotError> {
+        let pending = std::mem::take(&mut self.pending);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let path = self.path;
+        let packed: Vec<Result<Packed, SnapshotError>> = if pending.len() == 1 {
+            pending.iter().map(|p| compress(p, path)).collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = pending
+                    .iter()
+                    .map(|p| s.spawn(move || compress(p, path)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(SnapshotError::io(
+                                "compress a chunk for",
+                                path,
+                                io::Error::other("a compression thread failed"),
+                            ))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        for chunk in packed {
+            let chunk = chunk?;
+            let entry = DirEntry {
+                offset: self.offset,
+                len: u32::try_from(chunk.bytes.len()).map_err(|_| too_large(path))?,
+                first_id: chunk.first_id,
+                last_id: chunk.last_id,
+            };
+            self.write(&chunk.bytes)?;
+            self.directory.push(entry);
+        }
+        self.pace();
+        Ok(())
+    }
+
+    /// Sleeps so that the writer is busy at most `duty_cycle` of the time.
+    fn pace(&mut self) {
+        if self.duty_cycle < 1.0 {
+            let busy = self.busy_since.elapsed();
+            let idle = busy.mul_f64((1.0 - self.duty_cycle) / self.duty_cycle);
+            std::thread::sleep(idle.min(MAX_PACING_SLEEP));
+            self.busy_since = Instant::now();
+        }
+    }
+}
+
+/// The longest single pause of a paced writer (bounds how late a snapshot can finish if
+/// one group of chunks was slow for reasons outside the writer).
+const MAX_PACING_SLEEP: Duration = Duration::from_secs(1);
+
+fn too_large(path: &Path) -> SnapshotError {
+    SnapshotError::io("compress a chunk for", path, io::Error::other("too large"))
+}
+
+/// Compresses one chunk (LZ4 block, fast mode) behind its header.
+fn compress(p: &Pending, path: &Path) -> Result<Packed, SnapshotError> {
+    let mut bytes = vec![0u8; CHUNK_HEADER_LEN + lz4_flex::block::get_maximum_output_size(p.raw.len())];
+    let out = bytes.get_mut(CHUNK_HEADER_LEN..).unwrap_or_default();
+    let packed_len = lz4_flex::block::compress_into(&p.raw, out)
+        .map_err(|e| SnapshotError::io("compress a chunk for", path, io::Error::other(e.to_string())))?;
+    // Both lengths are within the format's limits by construction (records were checked
+    // against MAX_RECORD_LEN and the target is at most MAX_CHUNK_LEN); a failure here would
+    // be a bug, reported rather than written.
+    if p.raw.len() > MAX_CHUNK_LEN || packed_len > MAX_COMPRESSED_LEN {
+        return Err(too_large(path));
+    }
+    let raw_len = u32::try_from(p.raw.len()).map_err(|_| too_large(path))?;
+    let packed_u32 = u32::try_from(packed_len).map_err(|_| too_large(path))?;
+    let total = CHUNK_HEADER_LEN + packed_len;
+    bytes.truncate(total);
+    let data_crc = crc32c::crc32c(bytes.get(CHUNK_HEADER_LEN..).unwrap_or_default());
+    let header = ChunkHeader {
+        first_id: p.first_id,
+        last_id: p.last_id,
+        count: p.count,
+        raw_len,
+        packed_len: packed_u32,
+        data_crc,
+    };
+    let mut h = [0u8; CHUNK_HEADER_LEN];
+    header.encode(&mut h);
+    if let Some(slot) = bytes.get_mut(..CHUNK_HEADER_LEN) {
+        slot.copy_from_slice(&h);
+    }
+    Ok(Packed {
+        bytes,
+        first_id: p.first_id,
+        last_id: p.last_id,
+    })
 }
