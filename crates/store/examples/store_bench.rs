@@ -57,11 +57,12 @@ struct Args {
     sync_name: String,
     threads: usize,
     seed: u64,
+    duty_cycle: f64,
     json: bool,
 }
 
 const USAGE: &str = "usage: store_bench <lookup|commit|snapshot-under-load>... --data DIR [--uids FILE] \
-                     [--lookups N] [--writers N] [--seconds S] [--sync always|batch|none] \
+                     [--lookups N] [--writers N] [--seconds S] [--sync always|batch|none] [--duty-cycle F] \
                      [--batch-window-ms MS] [--threads N] [--seed N] [--json]";
 
 fn parse_args() -> Result<Args, String> {
@@ -76,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
         sync_name: "always".into(),
         threads: 0,
         seed: 1,
+        duty_cycle: larch_store::DEFAULT_SNAPSHOT_DUTY_CYCLE,
         json: false,
     };
     let mut data = None;
@@ -104,6 +106,14 @@ fn parse_args() -> Result<Args, String> {
             "--batch-window-ms" => window_ms = num("--batch-window-ms", value("--batch-window-ms")?)?,
             "--threads" => a.threads = num("--threads", value("--threads")?)? as usize,
             "--seed" => a.seed = num("--seed", value("--seed")?)?,
+            "--duty-cycle" => {
+                let v = value("--duty-cycle")?;
+                a.duty_cycle = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|d| *d > 0.0 && *d <= 1.0)
+                    .ok_or_else(|| format!("--duty-cycle: `{v}` is not in (0, 1]"))?;
+            }
             "--json" => a.json = true,
             "-h" | "--help" => return Err(USAGE.into()),
             f @ ("lookup" | "commit" | "snapshot-under-load") => a.figures.push(f.into()),
@@ -226,6 +236,7 @@ fn run(a: &Args) -> Result<Json, String> {
     options.threads = a.threads;
     options.snapshot_interval = None;
     options.snapshot_after_records = None;
+    options.snapshot_duty_cycle = a.duty_cycle;
     let started = Instant::now();
     let (store, report) = Store::open(options).map_err(|e| e.to_string())?;
     let open_secs = started.elapsed().as_secs_f64();
@@ -289,8 +300,21 @@ fn lookup(a: &Args, store: &Store, schema: &Schema) -> Result<Json, String> {
     let mut rng = Rng::new(a.seed);
     let mut found = 0u64;
     let mut wrong = 0u64;
-    let mut one = |rng: &mut Rng, found: &mut u64, wrong: &mut u64| {
-        let value = values[rng.below(values.len())];
+    // The values to look up, drawn at random up front and laid out one after another, so
+    // the timed loop reads them sequentially and the figure is the store's, not the cache
+    // misses of picking a random value out of the file.
+    let draw = |rng: &mut Rng, n: u64| -> (Vec<u8>, Vec<usize>) {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            bytes.extend_from_slice(values[rng.below(values.len())]);
+            ends.push(bytes.len());
+        }
+        (bytes, ends)
+    };
+    let (warm_bytes, warm_ends) = draw(&mut rng, LOOKUP_WARMUP.min(a.lookups));
+    let (sample_bytes, sample_ends) = draw(&mut rng, a.lookups);
+    let mut one = |value: &[u8], found: &mut u64, wrong: &mut u64| {
         let version: &Version = reader.current();
         let Some(index) = version.index(uid) else {
             return false;
@@ -316,14 +340,18 @@ fn lookup(a: &Args, store: &Store, schema: &Schema) -> Result<Json, String> {
         true
     };
     let (mut f0, mut w0) = (0, 0);
-    for _ in 0..LOOKUP_WARMUP.min(a.lookups) {
-        if !one(&mut rng, &mut f0, &mut w0) {
+    let mut start = 0;
+    for &end in &warm_ends {
+        if !one(&warm_bytes[start..end], &mut f0, &mut w0) {
             return Err("uid is not indexed for equality".into());
         }
+        start = end;
     }
     let started = Instant::now();
-    for _ in 0..a.lookups {
-        one(&mut rng, &mut found, &mut wrong);
+    let mut start = 0;
+    for &end in &sample_ends {
+        one(&sample_bytes[start..end], &mut found, &mut wrong);
+        start = end;
     }
     let secs = started.elapsed().as_secs_f64();
     let ns = secs * 1e9 / a.lookups as f64;

@@ -6,7 +6,7 @@
 //! rollback of the earlier ones when a later one is refused; the LDAP operations make one
 //! change each (a subtree delete deletes leaves first, each of which stands on its own).
 //!
-//! Replay ([`apply_change`]) runs the same methods on the logged records, so a replayed log
+//! Replay (`apply_change`) runs the same methods on the logged records, so a replayed log
 //! puts the directory in exactly the state it had: IDs are assigned in the same order from
 //! the same starting point, and records carry the entry's full attribute list.
 

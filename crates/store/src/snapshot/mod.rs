@@ -89,7 +89,7 @@ pub use format::{
     RECORD_HEADER_LEN, TRAILER_LEN,
 };
 pub use read::{read_snapshot, verify_snapshot, ChunkRecords};
-pub use write::{write_snapshot, write_snapshot_with, WriteOptions};
+pub use write::{write_snapshot, write_snapshot_with, WriteOptions, MAX_WRITE_THREADS};
 
 use crate::storage::Storage;
 use crate::wal::Lsn;
