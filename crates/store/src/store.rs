@@ -483,11 +483,18 @@ fn load_newest(
                 ),
                 None => "no intact older snapshot exists: restore the data directory from a backup".to_string(),
             };
+            // Snapshot errors name the file already; others (a record or dictionary the
+            // current schema cannot take) get it in front.
+            let shown = path.display().to_string();
+            let problem = if problem.contains(&shown) {
+                problem
+            } else {
+                format!("{shown}: {problem}")
+            };
             Err(StoreError::CorruptSnapshot {
                 path: path.clone(),
                 problem: format!(
-                    "snapshot {} is damaged ({problem}); startup stopped so that no data is silently lost; {advice}",
-                    path.display()
+                    "snapshot damaged: {problem}; startup stopped so that no data is silently lost; {advice}"
                 ),
             })
         }

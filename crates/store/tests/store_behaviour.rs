@@ -377,7 +377,14 @@ fn a_damaged_snapshot_stops_startup_and_names_the_fallback() {
     let err = Store::open(options(&dir)).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, StoreError::CorruptSnapshot { .. }), "{msg}");
-    assert!(msg.contains(&newest.path.display().to_string()), "{msg}");
+    assert!(
+        msg.starts_with(&format!("snapshot damaged: {}: ", newest.path.display())),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("startup stopped so that no data is silently lost"),
+        "{msg}"
+    );
     assert!(
         msg.contains("previous snapshot") && msg.contains("is intact"),
         "{msg}"
