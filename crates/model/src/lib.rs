@@ -24,5 +24,6 @@ pub mod filter;
 pub mod matching;
 pub mod schema;
 pub mod syntax;
+pub mod varint;
 
 pub use error::ModelError;

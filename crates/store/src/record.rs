@@ -51,25 +51,13 @@ struct Parts<'a> {
     attrs: &'a [u8],
 }
 
-fn push_varint(out: &mut Vec<u8>, mut v: usize) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+fn push_varint(out: &mut Vec<u8>, v: usize) {
+    larch_model::varint::push(out, v as u64);
 }
 
+/// Record lengths are at most 4 varint octets (below 256 MiB, far above any record).
 fn read_varint(bytes: &[u8], pos: &mut usize) -> Option<usize> {
-    let mut v = 0usize;
-    for i in 0..4 {
-        let b = *bytes.get(*pos)?;
-        *pos += 1;
-        v |= usize::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
+    larch_model::varint::read(bytes, pos, 4).and_then(|v| usize::try_from(v).ok())
 }
 
 fn parts(bytes: &[u8]) -> Option<Parts<'_>> {

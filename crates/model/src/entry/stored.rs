@@ -133,27 +133,7 @@ fn push_length(out: &mut Vec<u8>, len: usize) {
     }
 }
 
-fn push_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads a LEB128 varint of at most `max_octets` octets at `*pos`.
-fn read_varint(bytes: &[u8], pos: &mut usize, max_octets: usize) -> Option<u64> {
-    let mut v = 0u64;
-    for i in 0..max_octets {
-        let b = *bytes.get(*pos)?;
-        *pos += 1;
-        v |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
+use crate::varint::{push as push_varint, read as read_varint};
 
 impl StoredEntry {
     /// Encodes attributes (any order; they are sorted by type id, then options). Attributes
@@ -422,21 +402,5 @@ mod tests {
             push_length(&mut out, len);
             assert_eq!(out.len(), octets, "{len}");
         }
-    }
-
-    #[test]
-    fn varints_round_trip_and_refuse_overlong() {
-        for v in [0u64, 1, 127, 128, 300, u64::from(u32::MAX)] {
-            let mut out = Vec::new();
-            push_varint(&mut out, v);
-            let mut pos = 0;
-            assert_eq!(read_varint(&out, &mut pos, 5), Some(v));
-            assert_eq!(pos, out.len());
-        }
-        let mut pos = 0;
-        assert_eq!(
-            read_varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01], &mut pos, 5),
-            None
-        );
     }
 }
