@@ -1,0 +1,795 @@
+//! The server's configuration: `larch.toml`, its embedded defaults, and their validation.
+//!
+//! `larch serve` with no arguments runs on [`ServerConfig::default`]; `larch serve --config
+//! larch.toml` reads a file in which every key is optional (a missing key keeps its
+//! default) and every table is closed (a misspelled key is an error, never ignored). The
+//! reference for operators, with every key, type and default, is `docs/configuration.md`;
+//! the tests parse its example file, so the two cannot drift apart.
+//!
+//! Reading a configuration, in steps:
+//! 1. the text is parsed as TOML; a syntax error reports the line and column;
+//! 2. it is read into closed tables of optional keys; an unknown key or a value of the
+//!    wrong type reports the key path (`limits.sizelimit`), line and column;
+//! 3. values are converted: listen URLs, durations, sync policy, index kinds; relative
+//!    paths (`server.data_dir`, `schema.files`) are taken from the configuration file's
+//!    directory (from the current directory for text and for the defaults);
+//! 4. [`ServerConfig::validate`] loads the schema (built-in files, then `schema.files`),
+//!    normalizes the suffixes and the admin DN through it, resolves the indexes against
+//!    it, and checks every limit's bounds.
+//!
+//! Invariant: a [`ServerConfig`] returned by [`ServerConfig::from_toml_str`] or
+//! [`ServerConfig::load`] has passed [`ServerConfig::validate`]; [`ServerConfig::default`]
+//! passes it too (a test checks). The fields are public so that tools and tests can build
+//! a configuration in code; such a configuration should be validated before use.
+
+mod duration;
+mod error;
+mod listen;
+mod raw;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use larch_model::dn::NormDn;
+use larch_model::schema::{BuiltinSchemas, Schema};
+use larch_store::index::{IndexConfig, IndexConfigError, IndexKinds, ResolvedIndexes};
+use larch_store::wal::SyncPolicy;
+use larch_store::StoreOptions;
+
+pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
+pub use error::{ConfigError, Origin, Position};
+pub use listen::ListenUrl;
+
+use raw::{RawConfig, RawDuration};
+
+/// Default listen address: loopback only, so that a server started without a
+/// configuration is not reachable from the network before its operator decides; port 3389
+/// needs no privilege (389 does).
+pub const DEFAULT_LISTEN: &str = "ldap://127.0.0.1:3389";
+
+/// Default data directory. It is relative: taken from the current directory when the
+/// server runs without a configuration file, from the file's directory when it has one
+/// (see [`ServerConfig::load`]).
+pub const DEFAULT_DATA_DIR: &str = "./larch-data";
+
+/// Default naming context: the placeholder suffix of RFC 2606 examples and of most LDAP
+/// documentation.
+pub const DEFAULT_SUFFIX: &str = "dc=example,dc=com";
+
+/// RDN of the default admin DN, which is this RDN under the suffix.
+pub const DEFAULT_ADMIN_RDN: &str = "cn=admin";
+
+/// Environment variable that holds the admin password (the file never holds it).
+pub const DEFAULT_ADMIN_PASSWORD_ENV: &str = "LARCH_ADMIN_PASSWORD";
+
+/// Default `store.batch_window_ms` when `sync = "batch"` sets none: one fsync per 10 ms
+/// bounds the loss on a crash to 10 ms of acknowledged writes while sharing each fsync
+/// among every write of the window.
+pub const DEFAULT_BATCH_WINDOW_MS: u64 = 10;
+
+/// Longest `store.batch_window_ms`: beyond a second of acknowledged-but-unsynced writes,
+/// `sync = "none"` says more honestly what the operator gets.
+pub const MAX_BATCH_WINDOW_MS: u64 = 1000;
+
+/// Default `store.snapshot_interval`: daily, as [`StoreOptions::new`].
+pub const DEFAULT_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
+/// Most threads `server.worker_threads` and `store.load_threads` accept: far above any
+/// machine's core count, so a larger number is a typo.
+pub const MAX_THREADS: usize = 1024;
+
+/// Most listen URLs: each is a socket; more than this is a mistake, not a deployment.
+pub const MAX_LISTEN_URLS: usize = 64;
+
+/// Most naming contexts (`suffix` plus `extra_suffixes`).
+pub const MAX_SUFFIXES: usize = 64;
+
+/// Largest configuration file read: a real one is a few kilobytes.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Default `limits.max_pdu_bytes`: the codec's default ([`larch_proto::limits`]), 8 MiB,
+/// twice OpenLDAP's `sockbuf_max_incoming_auth` so large photos and certificates fit.
+pub const DEFAULT_MAX_PDU_BYTES: usize = larch_proto::limits::DEFAULT_MAX_PDU_BYTES;
+
+/// Smallest `limits.max_pdu_bytes`: below 1 KiB an ordinary bind or search with a few
+/// controls no longer fits.
+pub const MIN_MAX_PDU_BYTES: usize = 1024;
+
+/// Largest `limits.max_pdu_bytes`: a PDU is buffered whole before it is decoded, so one
+/// client may make the server hold this much per connection.
+pub const MAX_MAX_PDU_BYTES: usize = 1024 * 1024 * 1024;
+
+/// Default `limits.max_connections`: each connection holds a socket and a few kilobytes of
+/// buffers; 4096 stays under common file-descriptor limits once raised for a server (the
+/// systemd unit sets `LimitNOFILE` above it) and far above what one directory usually
+/// serves.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
+/// Default `limits.max_connections_per_ip`: one client address (a misbehaving pool, a
+/// scanner) cannot take more than a sixteenth of the default connection limit.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 256;
+
+/// Default `limits.max_ops_per_connection`: operations in flight on one connection.
+/// Pipelining clients rarely keep more than a few dozen outstanding; beyond this the server
+/// stops reading the socket until answers go out, bounding one connection's memory.
+pub const DEFAULT_MAX_OPS_PER_CONNECTION: usize = 256;
+
+/// Default `limits.idle_timeout`: a connection with no operation for 15 minutes is closed
+/// (OpenLDAP's `idletimeout` is off by default; leaked pool connections then pile up).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Default `limits.write_timeout`: a client that reads none of its answers for 30 s is
+/// disconnected, so a stalled reader cannot pin a search's results in memory.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default `limits.size_limit`: entries one search returns, as OpenLDAP's default
+/// `sizelimit` (500); larger results need paging or a higher limit set on purpose.
+pub const DEFAULT_SIZE_LIMIT: usize = 500;
+
+/// Default `limits.time_limit`: seconds one search may run, as OpenLDAP's default
+/// `timelimit` (3600).
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(3600);
+
+/// Default `limits.lookthrough_limit`: entries an unindexed search may examine before it
+/// ends with adminLimitExceeded (11). 100,000 entries take tens of milliseconds; a
+/// directory of millions should index what its clients filter on.
+pub const DEFAULT_LOOKTHROUGH_LIMIT: usize = 100_000;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// `[server]`: sockets, data directory, threads.
+    pub server: ServerSettings,
+    /// `[directory]`: naming contexts and the administrator.
+    pub directory: DirectorySettings,
+    /// `[schema]`: which schema files to load.
+    pub schema: SchemaSettings,
+    /// `[store]`: durability and snapshots.
+    pub store: StoreSettings,
+    /// `[indexes]`: attribute -> index kinds.
+    pub indexes: IndexConfig,
+    /// `[limits]`: protections against heavy or hostile clients.
+    pub limits: Limits,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Addresses to listen on (at least one).
+    pub listen: Vec<ListenUrl>,
+    /// The store's data directory.
+    pub data_dir: PathBuf,
+    /// Threads serving connections (0: one per core).
+    pub worker_threads: usize,
+}
+
+/// `[directory]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectorySettings {
+    /// The main naming context.
+    pub suffix: String,
+    /// Further naming contexts, none within another.
+    pub extra_suffixes: Vec<String>,
+    /// The administrator's DN, at or below one of the suffixes.
+    pub admin_dn: String,
+    /// Environment variable holding the administrator's password.
+    pub admin_password_env: String,
+    /// Whether anonymous binds (empty DN, empty password) are accepted.
+    pub allow_anonymous_bind: bool,
+    /// Whether unauthenticated binds (a DN with an empty password, RFC 4513 section 5.1.2)
+    /// are accepted as anonymous; when false they get unwillingToPerform (53).
+    pub allow_unauthenticated_bind: bool,
+}
+
+/// `[schema]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaSettings {
+    /// The shipped files loaded first.
+    pub builtin: BuiltinSchemas,
+    /// The operator's files, loaded after the shipped ones, in order.
+    pub files: Vec<PathBuf>,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreSettings {
+    /// When a write is acknowledged.
+    pub sync: SyncPolicy,
+    /// Snapshot this often (`None`: only at close and on demand).
+    pub snapshot_interval: Option<Duration>,
+    /// Also snapshot after this many log records (`None`: never).
+    pub snapshot_after_records: Option<u64>,
+    /// Threads loading a snapshot at startup (0: one per core).
+    pub load_threads: usize,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest LDAPMessage accepted, in bytes.
+    pub max_pdu_bytes: usize,
+    /// Most open connections.
+    pub max_connections: usize,
+    /// Most open connections from one IP address.
+    pub max_connections_per_ip: usize,
+    /// Most operations in flight on one connection.
+    pub max_ops_per_connection: usize,
+    /// Close a connection idle this long (`None`: never).
+    pub idle_timeout: Option<Duration>,
+    /// Close a connection whose client reads nothing for this long.
+    pub write_timeout: Duration,
+    /// Most entries one search returns (sizeLimitExceeded, 4, beyond).
+    pub size_limit: usize,
+    /// Longest one search may run (timeLimitExceeded, 3, beyond).
+    pub time_limit: Duration,
+    /// Most entries an unindexed search examines (adminLimitExceeded, 11, beyond).
+    pub lookthrough_limit: usize,
+}
+
+impl Default for ServerConfig {
+    /// The embedded defaults `larch serve` runs on without a configuration file.
+    fn default() -> Self {
+        let listen = ListenUrl {
+            tls: false,
+            host: "127.0.0.1".to_string(),
+            port: 3389,
+        };
+        ServerConfig {
+            server: ServerSettings {
+                listen: vec![listen],
+                data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+                worker_threads: 0,
+            },
+            directory: DirectorySettings {
+                suffix: DEFAULT_SUFFIX.to_string(),
+                extra_suffixes: Vec::new(),
+                admin_dn: format!("{DEFAULT_ADMIN_RDN},{DEFAULT_SUFFIX}"),
+                admin_password_env: DEFAULT_ADMIN_PASSWORD_ENV.to_string(),
+                allow_anonymous_bind: true,
+                allow_unauthenticated_bind: false,
+            },
+            schema: SchemaSettings {
+                builtin: BuiltinSchemas::Standard,
+                files: Vec::new(),
+            },
+            store: StoreSettings {
+                sync: SyncPolicy::Always,
+                snapshot_interval: Some(DEFAULT_SNAPSHOT_INTERVAL),
+                snapshot_after_records: Some(larch_store::DEFAULT_SNAPSHOT_AFTER_RECORDS),
+                load_threads: 0,
+            },
+            indexes: IndexConfig::default(),
+            limits: Limits {
+                max_pdu_bytes: DEFAULT_MAX_PDU_BYTES,
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+                max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+                max_ops_per_connection: DEFAULT_MAX_OPS_PER_CONNECTION,
+                idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+                write_timeout: DEFAULT_WRITE_TIMEOUT,
+                size_limit: DEFAULT_SIZE_LIMIT,
+                time_limit: DEFAULT_TIME_LIMIT,
+                lookthrough_limit: DEFAULT_LOOKTHROUGH_LIMIT,
+            },
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Reads a configuration from TOML text; relative paths are taken from the current
+    /// directory. Errors say `configuration` where a file's errors give its path.
+    pub fn from_toml_str(text: &str) -> Result<ServerConfig, ConfigError> {
+        Self::parse(text, None).map_err(|e| e.with_origin(&Origin::Text))
+    }
+
+    /// Reads a configuration file; relative paths in it (`server.data_dir`, `schema.files`)
+    /// are taken from the file's directory, so the file means the same wherever the server
+    /// is started from. Every error names the file.
+    pub fn load(path: impl AsRef<Path>) -> Result<ServerConfig, ConfigError> {
+        let path = path.as_ref();
+        let read_err = |source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(read_err)?;
+        let mut text = String::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(read_err)?;
+        if text.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(read_err(std::io::Error::other(format!(
+                "larger than {MAX_CONFIG_BYTES} bytes, not a configuration file"
+            ))));
+        }
+        let base = path.parent().unwrap_or(Path::new(""));
+        Self::parse(&text, Some(base)).map_err(|e| e.with_origin(&Origin::File(path.to_path_buf())))
+    }
+
+    fn parse(text: &str, base: Option<&Path>) -> Result<ServerConfig, ConfigError> {
+        if let Err(e) = text.parse::<toml::Table>() {
+            return Err(ConfigError::Syntax {
+                origin: Origin::Text,
+                at: e
+                    .span()
+                    .map(|s| Position::of_offset(text, s.start))
+                    .unwrap_or_default(),
+                message: e.message().trim().to_string(),
+            });
+        }
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map(|s| s.start);
+            ConfigError::Invalid {
+                origin: Origin::Text,
+                at: offset.map(|o| Position::of_offset(text, o)).unwrap_or_default(),
+                key: offset.map(|o| key_at(text, o)).unwrap_or_default(),
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        let mut config = Self::from_raw(raw)?;
+        if let Some(base) = base {
+            config.server.data_dir = base.join(&config.server.data_dir);
+            for f in &mut config.schema.files {
+                *f = base.join(&*f);
+            }
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn from_raw(raw: RawConfig) -> Result<ServerConfig, ConfigError> {
+        let mut c = ServerConfig::default();
+        if let Some(s) = raw.server {
+            if let Some(list) = s.listen {
+                c.server.listen = Vec::with_capacity(list.len().min(MAX_LISTEN_URLS));
+                for (i, u) in list.iter().enumerate() {
+                    let url = ListenUrl::parse(u)
+                        .map_err(|m| ConfigError::invalid(format!("server.listen[{i}]"), m))?;
+                    c.server.listen.push(url);
+                }
+            }
+            if let Some(d) = s.data_dir {
+                c.server.data_dir = PathBuf::from(d);
+            }
+            if let Some(n) = s.worker_threads {
+                c.server.worker_threads = to_usize("server.worker_threads", n)?;
+            }
+        }
+        if let Some(d) = raw.directory {
+            let suffix_given = d.suffix.is_some();
+            if let Some(s) = d.suffix {
+                c.directory.suffix = s;
+            }
+            if let Some(x) = d.extra_suffixes {
+                c.directory.extra_suffixes = x;
+            }
+            match d.admin_dn {
+                Some(a) => c.directory.admin_dn = a,
+                None if suffix_given => {
+                    c.directory.admin_dn = format!("{DEFAULT_ADMIN_RDN},{}", c.directory.suffix);
+                }
+                None => {}
+            }
+            if let Some(e) = d.admin_password_env {
+                c.directory.admin_password_env = e;
+            }
+            if let Some(b) = d.allow_anonymous_bind {
+                c.directory.allow_anonymous_bind = b;
+            }
+            if let Some(b) = d.allow_unauthenticated_bind {
+                c.directory.allow_unauthenticated_bind = b;
+            }
+        }
+        if let Some(s) = raw.schema {
+            if let Some(b) = s.builtin {
+                c.schema.builtin = match b.as_str() {
+                    "standard" => BuiltinSchemas::Standard,
+                    "rfc2307bis" => BuiltinSchemas::Rfc2307bis,
+                    "system" => BuiltinSchemas::SystemOnly,
+                    other => {
+                        return Err(ConfigError::invalid(
+                            "schema.builtin",
+                            format!("`{other}`: expected \"standard\", \"rfc2307bis\" or \"system\""),
+                        ))
+                    }
+                };
+            }
+            if let Some(f) = s.files {
+                c.schema.files = f.into_iter().map(PathBuf::from).collect();
+            }
+        }
+        if let Some(s) = raw.store {
+            c.store.sync = match (s.sync.as_deref(), s.batch_window_ms) {
+                (None | Some("always"), None) => SyncPolicy::Always,
+                (Some("none"), None) => SyncPolicy::None,
+                (Some("batch"), w) => {
+                    let ms = w.unwrap_or(DEFAULT_BATCH_WINDOW_MS);
+                    if !(1..=MAX_BATCH_WINDOW_MS).contains(&ms) {
+                        return Err(ConfigError::invalid(
+                            "store.batch_window_ms",
+                            format!("{ms} is outside 1 to {MAX_BATCH_WINDOW_MS} milliseconds"),
+                        ));
+                    }
+                    SyncPolicy::Batch {
+                        window: Duration::from_millis(ms),
+                    }
+                }
+                (None | Some("always" | "none"), Some(_)) => {
+                    return Err(ConfigError::invalid(
+                        "store.batch_window_ms",
+                        "only meaningful with sync = \"batch\"",
+                    ))
+                }
+                (Some(other), _) => {
+                    return Err(ConfigError::invalid(
+                        "store.sync",
+                        format!("`{other}`: expected \"always\", \"batch\" or \"none\""),
+                    ))
+                }
+            };
+            if let Some(d) = s.snapshot_interval {
+                let d = duration("store.snapshot_interval", &d)?;
+                c.store.snapshot_interval = (!d.is_zero()).then_some(d);
+            }
+            if let Some(n) = s.snapshot_after_records {
+                c.store.snapshot_after_records = (n != 0).then_some(n);
+            }
+            if let Some(n) = s.load_threads {
+                c.store.load_threads = to_usize("store.load_threads", n)?;
+            }
+        }
+        if let Some(table) = raw.indexes {
+            c.indexes = index_config(&table)?;
+        }
+        if let Some(l) = raw.limits {
+            let lim = &mut c.limits;
+            set_usize(&mut lim.max_pdu_bytes, "limits.max_pdu_bytes", l.max_pdu_bytes)?;
+            set_usize(
+                &mut lim.max_connections,
+                "limits.max_connections",
+                l.max_connections,
+            )?;
+            set_usize(
+                &mut lim.max_connections_per_ip,
+                "limits.max_connections_per_ip",
+                l.max_connections_per_ip,
+            )?;
+            set_usize(
+                &mut lim.max_ops_per_connection,
+                "limits.max_ops_per_connection",
+                l.max_ops_per_connection,
+            )?;
+            set_usize(&mut lim.size_limit, "limits.size_limit", l.size_limit)?;
+            set_usize(
+                &mut lim.lookthrough_limit,
+                "limits.lookthrough_limit",
+                l.lookthrough_limit,
+            )?;
+            if let Some(d) = l.idle_timeout {
+                let d = duration("limits.idle_timeout", &d)?;
+                lim.idle_timeout = (!d.is_zero()).then_some(d);
+            }
+            if let Some(d) = l.write_timeout {
+                lim.write_timeout = duration("limits.write_timeout", &d)?;
+            }
+            if let Some(d) = l.time_limit {
+                lim.time_limit = duration("limits.time_limit", &d)?;
+            }
+        }
+        Ok(c)
+    }
+
+    /// Checks everything a configuration built in code may get wrong: loads the schema,
+    /// normalizes the suffixes and the admin DN through it, resolves the indexes, and
+    /// checks every bound. [`ServerConfig::from_toml_str`] and [`ServerConfig::load`] run
+    /// it before returning.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.server;
+        if s.listen.is_empty() {
+            return Err(ConfigError::invalid("server.listen", "list at least one address"));
+        }
+        if s.listen.len() > MAX_LISTEN_URLS {
+            return Err(ConfigError::invalid(
+                "server.listen",
+                format!("at most {MAX_LISTEN_URLS} addresses"),
+            ));
+        }
+        for (i, u) in s.listen.iter().enumerate() {
+            if u.port == 0 {
+                return Err(ConfigError::invalid(
+                    format!("server.listen[{i}]"),
+                    "port 0 is not a fixed port",
+                ));
+            }
+            if s.listen[..i].contains(u) {
+                return Err(ConfigError::invalid(
+                    format!("server.listen[{i}]"),
+                    format!("`{u}` is listed twice"),
+                ));
+            }
+        }
+        if s.data_dir.as_os_str().is_empty() {
+            return Err(ConfigError::invalid("server.data_dir", "must not be empty"));
+        }
+        check_max("server.worker_threads", s.worker_threads, MAX_THREADS)?;
+        check_max("store.load_threads", self.store.load_threads, MAX_THREADS)?;
+        if let SyncPolicy::Batch { window } = self.store.sync {
+            let ms = window.as_millis();
+            if !(1..=u128::from(MAX_BATCH_WINDOW_MS)).contains(&ms) {
+                return Err(ConfigError::invalid(
+                    "store.batch_window_ms",
+                    format!("{ms} is outside 1 to {MAX_BATCH_WINDOW_MS} milliseconds"),
+                ));
+            }
+        }
+        if self.store.snapshot_interval.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigError::invalid(
+                "store.snapshot_interval",
+                "write \"0\" as no interval (None)",
+            ));
+        }
+        self.validate_limits()?;
+        let env = &self.directory.admin_password_env;
+        let env_ok = env
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && env.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !env_ok {
+            return Err(ConfigError::invalid(
+                "directory.admin_password_env",
+                format!("`{env}` is not an environment variable name (letters, digits, `_`)"),
+            ));
+        }
+        let schema = self.schema()?;
+        self.normalized_suffixes(&schema)?;
+        self.normalized_admin_dn(&schema)?;
+        ResolvedIndexes::resolve(&self.indexes, &schema).map_err(|e| {
+            let attr = match &e {
+                IndexConfigError::UnknownAttribute(a) => a,
+                IndexConfigError::NoRule { attribute, .. } => attribute,
+            };
+            ConfigError::invalid(format!("indexes.{attr}"), e.to_string())
+        })?;
+        Ok(())
+    }
+
+    fn validate_limits(&self) -> Result<(), ConfigError> {
+        let l = &self.limits;
+        if !(MIN_MAX_PDU_BYTES..=MAX_MAX_PDU_BYTES).contains(&l.max_pdu_bytes) {
+            return Err(ConfigError::invalid(
+                "limits.max_pdu_bytes",
+                format!(
+                    "{} is outside {MIN_MAX_PDU_BYTES} to {MAX_MAX_PDU_BYTES} bytes",
+                    l.max_pdu_bytes
+                ),
+            ));
+        }
+        for (key, v) in [
+            ("limits.max_connections", l.max_connections),
+            ("limits.max_connections_per_ip", l.max_connections_per_ip),
+            ("limits.max_ops_per_connection", l.max_ops_per_connection),
+            ("limits.size_limit", l.size_limit),
+            ("limits.lookthrough_limit", l.lookthrough_limit),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::invalid(
+                    key,
+                    "must be at least 1 (0 would refuse all work)",
+                ));
+            }
+        }
+        if l.max_connections_per_ip > l.max_connections {
+            return Err(ConfigError::invalid(
+                "limits.max_connections_per_ip",
+                format!(
+                    "{} is above limits.max_connections ({})",
+                    l.max_connections_per_ip, l.max_connections
+                ),
+            ));
+        }
+        for (key, d) in [
+            ("limits.write_timeout", l.write_timeout),
+            ("limits.time_limit", l.time_limit),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::invalid(
+                    key,
+                    "must not be 0 (it would end every operation at once)",
+                ));
+            }
+        }
+        if l.idle_timeout.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigError::invalid(
+                "limits.idle_timeout",
+                "write \"0\" as no timeout (None)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Loads the schema: the built-in files chosen by `schema.builtin`, then
+    /// `schema.files` in order.
+    pub fn schema(&self) -> Result<Schema, ConfigError> {
+        Schema::load_with(self.schema.builtin, &self.schema.files).map_err(|source| ConfigError::Schema {
+            origin: Origin::Text,
+            source: Box::new(source),
+        })
+    }
+
+    /// Every naming context, the main suffix first.
+    pub fn suffixes(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.directory.suffix.as_str())
+            .chain(self.directory.extra_suffixes.iter().map(String::as_str))
+    }
+
+    /// The naming contexts normalized through `schema`, the main suffix first; refused when
+    /// one is the root DSE, does not parse, or lies within another.
+    pub fn normalized_suffixes(&self, schema: &Schema) -> Result<Vec<NormDn>, ConfigError> {
+        let count = 1 + self.directory.extra_suffixes.len();
+        if count > MAX_SUFFIXES {
+            return Err(ConfigError::invalid(
+                "directory.extra_suffixes",
+                format!("at most {MAX_SUFFIXES} naming contexts"),
+            ));
+        }
+        let mut out: Vec<NormDn> = Vec::with_capacity(count);
+        for (i, s) in self.suffixes().enumerate() {
+            let key = if i == 0 {
+                "directory.suffix".to_string()
+            } else {
+                format!("directory.extra_suffixes[{}]", i - 1)
+            };
+            let dn = normalize(&key, s, schema)?;
+            if dn.is_root() {
+                return Err(ConfigError::invalid(
+                    key,
+                    "a suffix cannot be the root DSE (empty DN)",
+                ));
+            }
+            if let Some(other) = out.iter().find(|o| dn.is_within(o) || o.is_within(&dn)) {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("`{s}` overlaps the naming context `{other}`: one would hide the other"),
+                ));
+            }
+            out.push(dn);
+        }
+        Ok(out)
+    }
+
+    /// The admin DN normalized through `schema`; refused unless it is at or below one of
+    /// the suffixes (its entry, which holds the hashed password, lives in the directory).
+    pub fn normalized_admin_dn(&self, schema: &Schema) -> Result<NormDn, ConfigError> {
+        let key = "directory.admin_dn";
+        let dn = normalize(key, &self.directory.admin_dn, schema)?;
+        let suffixes = self.normalized_suffixes(schema)?;
+        if !suffixes.iter().any(|s| dn.is_within(s)) {
+            return Err(ConfigError::invalid(
+                key,
+                format!(
+                    "`{}` is not within a naming context ({}): the admin entry, which holds the hashed \
+                     password, must be stored under one",
+                    self.directory.admin_dn,
+                    self.suffixes().collect::<Vec<_>>().join("; ")
+                ),
+            ));
+        }
+        Ok(dn)
+    }
+
+    /// The index configuration (`[indexes]`, or the store's defaults).
+    pub fn index_config(&self) -> IndexConfig {
+        self.indexes.clone()
+    }
+
+    /// The store's options: data directory, indexes, sync policy, snapshot schedule, load
+    /// threads; the rest (storage, segment size, duty cycle) keep [`StoreOptions::new`]'s
+    /// defaults.
+    pub fn to_store_options(&self, schema: Arc<Schema>) -> StoreOptions {
+        let mut o = StoreOptions::new(self.server.data_dir.clone(), schema);
+        o.indexes = self.index_config();
+        o.sync = self.store.sync;
+        o.threads = self.store.load_threads;
+        o.snapshot_interval = self.store.snapshot_interval;
+        o.snapshot_after_records = self.store.snapshot_after_records;
+        o
+    }
+}
+
+fn normalize(key: &str, dn: &str, schema: &Schema) -> Result<NormDn, ConfigError> {
+    NormDn::parse(dn.as_bytes(), schema)
+        .map(|(_, n)| n)
+        .map_err(|e| ConfigError::invalid(key, format!("`{dn}` is not a valid DN: {}", e.reason)))
+}
+
+fn to_usize(key: &str, n: u64) -> Result<usize, ConfigError> {
+    usize::try_from(n).map_err(|_| ConfigError::invalid(key, format!("{n} is too large")))
+}
+
+fn set_usize(field: &mut usize, key: &str, v: Option<u64>) -> Result<(), ConfigError> {
+    if let Some(n) = v {
+        *field = to_usize(key, n)?;
+    }
+    Ok(())
+}
+
+fn check_max(key: &str, v: usize, max: usize) -> Result<(), ConfigError> {
+    if v > max {
+        return Err(ConfigError::invalid(key, format!("{v} is above {max}")));
+    }
+    Ok(())
+}
+
+fn duration(key: &str, raw: &RawDuration) -> Result<Duration, ConfigError> {
+    match raw {
+        RawDuration::Secs(s) => duration::duration_from_secs(*s),
+        RawDuration::Text(t) => parse_duration(t),
+    }
+    .map_err(|m| ConfigError::invalid(key, m))
+}
+
+/// Index kind names accepted in `[indexes]`, short and long.
+fn index_kind(name: &str) -> Option<fn(&mut IndexKinds)> {
+    Some(match name {
+        "eq" | "equality" => |k| k.equality = true,
+        "pres" | "presence" => |k| k.presence = true,
+        "sub" | "substring" | "substrings" => |k| k.substring = true,
+        "ord" | "ordering" => |k| k.ordering = true,
+        _ => return None,
+    })
+}
+
+fn index_config(table: &BTreeMap<String, Vec<String>>) -> Result<IndexConfig, ConfigError> {
+    let mut attributes = BTreeMap::new();
+    for (attr, kinds) in table {
+        let key = format!("indexes.{attr}");
+        if kinds.is_empty() {
+            return Err(ConfigError::invalid(
+                key,
+                "list at least one kind (remove the line to index nothing)",
+            ));
+        }
+        let mut k = IndexKinds::default();
+        for name in kinds {
+            let set = index_kind(name).ok_or_else(|| {
+                ConfigError::invalid(
+                    &key,
+                    format!("`{name}` is not an index kind: expected eq, pres, sub or ord (or equality, presence, substring, ordering)"),
+                )
+            })?;
+            set(&mut k);
+        }
+        attributes.insert(attr.clone(), k);
+    }
+    Ok(IndexConfig { attributes })
+}
+
+/// The key path of the line holding byte `offset`: the last `[table]` header before it
+/// and the key of the nearest `key = ` line at or above it (a value of a multi-line array
+/// belongs to the key that opened it). Used for serde's errors, which carry a span but no
+/// key path.
+fn key_at(text: &str, offset: usize) -> String {
+    let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    let line_end = text[before.len()..]
+        .find('\n')
+        .map_or(text.len(), |i| before.len() + i);
+    let mut key: Option<&str> = None;
+    for line in text[..line_end].lines().rev() {
+        let t = line.trim();
+        if let Some(header) = t.strip_prefix('[') {
+            let name = header.split(']').next().unwrap_or("").trim().trim_matches('"');
+            return match key {
+                Some(k) => format!("{name}.{k}"),
+                None => name.to_string(),
+            };
+        }
+        if key.is_none() && !t.starts_with('#') {
+            if let Some((k, _)) = t.split_once('=') {
+                key = Some(k.trim().trim_matches('"'));
+            }
+        }
+    }
+    key.unwrap_or("").to_string()
+}

@@ -1,0 +1,462 @@
+//! The configuration file: defaults, the documented example, and refusals.
+//!
+//! `docs/configuration.md` is read here: its tables' "Default" column and its default
+//! index table must equal `ServerConfig::default()`, and its example file must parse to
+//! the values it shows, so the reference cannot drift from the code.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use larch_model::schema::{BuiltinSchemas, Schema};
+use larch_server::config::{ConfigError, ListenUrl, ServerConfig};
+use larch_store::index::{IndexConfig, IndexKinds};
+use larch_store::wal::SyncPolicy;
+use proptest::prelude::*;
+
+fn doc() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The fenced blocks of the document whose opening fence is exactly `fence`, in order.
+fn blocks(doc: &str, fence: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        match &mut current {
+            None if line.trim_end() == fence => current = Some(String::new()),
+            Some(text) if line.trim_end() == "```" => {
+                out.push(std::mem::take(text));
+                current = None;
+            }
+            Some(text) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+fn example() -> String {
+    let toml = blocks(&doc(), "```toml");
+    assert_eq!(
+        toml.len(),
+        1,
+        "the document has exactly one ```toml block, the example file"
+    );
+    toml[0].clone()
+}
+
+/// `section -> [(key, default as written)]` from the reference tables: under each
+/// "## `[section]`" heading, the first backticked text of the Default column.
+fn documented_defaults(doc: &str) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut section: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            section = h
+                .strip_prefix("`[")
+                .and_then(|s| s.strip_suffix("]`"))
+                .map(str::to_string);
+            continue;
+        }
+        let Some(sec) = &section else { continue };
+        let cells: Vec<&str> = line.split(" | ").collect();
+        if !line.starts_with("| `") || cells.len() < 4 {
+            continue;
+        }
+        let key = cells[0].trim_start_matches("| ").trim_matches('`').to_string();
+        let default = cells[2].split('`').nth(1).unwrap_or("").to_string();
+        out.entry(sec.clone()).or_default().push((key, default));
+    }
+    out
+}
+
+#[test]
+fn documented_defaults_are_the_defaults() {
+    let doc = doc();
+    let defaults = documented_defaults(&doc);
+    let sections: Vec<&str> = defaults.keys().map(String::as_str).collect();
+    assert_eq!(sections, ["directory", "limits", "schema", "server", "store"]);
+    let mut text = String::new();
+    let mut count = 0;
+    for (section, keys) in &defaults {
+        text.push_str(&format!("[{section}]\n"));
+        for (key, value) in keys {
+            // `cn=admin,<suffix>` is a rule, checked below; the batch window needs batch.
+            if value.contains('<') || key == "batch_window_ms" {
+                continue;
+            }
+            text.push_str(&format!("{key} = {value}\n"));
+            count += 1;
+        }
+    }
+    assert!(count >= 20, "only {count} documented defaults found:\n{text}");
+    let from_doc = ServerConfig::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(from_doc, ServerConfig::default(), "\n{text}");
+
+    // The default index table as documented.
+    let plain = blocks(&doc, "```");
+    let table = plain
+        .iter()
+        .find(|b| b.starts_with("[indexes]"))
+        .expect("documented default indexes");
+    let c = ServerConfig::from_toml_str(table).unwrap();
+    assert_eq!(c.index_config(), IndexConfig::default());
+
+    let d = ServerConfig::default();
+    assert_eq!(d.directory.admin_dn, "cn=admin,dc=example,dc=com");
+    assert_eq!(d.limits.max_pdu_bytes, larch_proto::limits::DEFAULT_MAX_PDU_BYTES);
+    d.validate().unwrap();
+    // An empty file is the defaults.
+    assert_eq!(ServerConfig::from_toml_str("").unwrap(), d);
+}
+
+#[test]
+fn documented_example_parses_to_its_values() {
+    let c = ServerConfig::from_toml_str(&example()).unwrap_or_else(|e| panic!("{e}"));
+    let urls: Vec<String> = c.server.listen.iter().map(ListenUrl::to_string).collect();
+    assert_eq!(urls, ["ldap://0.0.0.0:389", "ldaps://[::]:636"]);
+    assert_eq!(c.server.data_dir, PathBuf::from("/var/lib/larch"));
+    assert_eq!(c.server.worker_threads, 8);
+    assert_eq!(c.directory.suffix, "dc=corp,dc=example");
+    assert_eq!(c.directory.extra_suffixes, ["o=legacy"]);
+    assert_eq!(c.directory.admin_dn, "cn=manager,dc=corp,dc=example");
+    assert_eq!(c.directory.admin_password_env, "CORP_LDAP_ADMIN_PASSWORD");
+    assert!(!c.directory.allow_anonymous_bind);
+    assert!(!c.directory.allow_unauthenticated_bind);
+    assert_eq!(c.schema.builtin, BuiltinSchemas::Rfc2307bis);
+    assert!(c.schema.files.is_empty());
+    assert_eq!(
+        c.store.sync,
+        SyncPolicy::Batch {
+            window: Duration::from_millis(5)
+        }
+    );
+    assert_eq!(c.store.snapshot_interval, Some(Duration::from_secs(6 * 3600)));
+    assert_eq!(c.store.snapshot_after_records, Some(250_000));
+    assert_eq!(c.store.load_threads, 4);
+    let eq = IndexKinds::EQUALITY;
+    let expected: BTreeMap<String, IndexKinds> = [
+        ("objectClass", IndexKinds { presence: true, ..eq }),
+        (
+            "cn",
+            IndexKinds {
+                substring: true,
+                ..eq
+            },
+        ),
+        (
+            "mail",
+            IndexKinds {
+                substring: true,
+                ..eq
+            },
+        ),
+        ("uid", eq),
+        ("member", eq),
+        (
+            "createTimestamp",
+            IndexKinds {
+                ordering: true,
+                ..IndexKinds::default()
+            },
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(c.index_config().attributes, expected);
+    let l = &c.limits;
+    assert_eq!(l.max_pdu_bytes, 4_194_304);
+    assert_eq!(l.max_connections, 10_000);
+    assert_eq!(l.max_connections_per_ip, 500);
+    assert_eq!(l.max_ops_per_connection, 64);
+    assert_eq!(l.idle_timeout, Some(Duration::from_secs(1800)));
+    assert_eq!(l.write_timeout, Duration::from_secs(60));
+    assert_eq!(l.size_limit, 2000);
+    assert_eq!(l.time_limit, Duration::from_secs(600));
+    assert_eq!(l.lookthrough_limit, 250_000);
+
+    // Every key of the example differs from its default, so each one is really read.
+    let d = ServerConfig::default();
+    assert_ne!(c.server, d.server);
+    assert_ne!(c.directory.allow_anonymous_bind, d.directory.allow_anonymous_bind);
+
+    let schema = Arc::new(c.schema().unwrap());
+    let norm = c.normalized_suffixes(&schema).unwrap();
+    assert_eq!(
+        norm.iter().map(|n| n.as_str()).collect::<Vec<_>>(),
+        ["dc=corp,dc=example", "o=legacy"]
+    );
+    let o = c.to_store_options(schema);
+    assert_eq!(o.dir, PathBuf::from("/var/lib/larch"));
+    assert_eq!(o.sync, c.store.sync);
+    assert_eq!(o.threads, 4);
+    assert_eq!(o.snapshot_interval, Some(Duration::from_secs(6 * 3600)));
+    assert_eq!(o.snapshot_after_records, Some(250_000));
+    assert_eq!(o.indexes, c.index_config());
+}
+
+#[test]
+fn store_options_of_defaults_match_the_store() {
+    let schema = Arc::new(Schema::builtin().unwrap());
+    let ours = ServerConfig::default().to_store_options(Arc::clone(&schema));
+    let store = larch_store::StoreOptions::new(ours.dir.clone(), schema);
+    assert_eq!(ours.sync, store.sync);
+    assert_eq!(ours.threads, store.threads);
+    assert_eq!(ours.snapshot_interval, store.snapshot_interval);
+    assert_eq!(ours.snapshot_after_records, store.snapshot_after_records);
+    assert_eq!(ours.indexes, store.indexes);
+}
+
+/// Parses `text`, expects a refusal naming `key`, and returns the message.
+fn refused(text: &str, key: &str) -> String {
+    match ServerConfig::from_toml_str(text) {
+        Ok(c) => panic!("accepted:\n{text}\n{c:?}"),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains(key), "`{msg}` does not name `{key}`");
+            assert_eq!(e.key(), Some(key), "{msg}");
+            msg
+        }
+    }
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_path_and_position() {
+    let msg = refused("[limits]\nsize_limit = 5\nsizelimit = 5\n", "limits.sizelimit");
+    assert!(msg.starts_with("configuration:3:1: "), "{msg}");
+    refused("[server]\nlisten = []\nport = 1\n", "server.port");
+    refused("[limit]\nsize_limit = 5\n", "limit");
+    refused(
+        "[directory]\nsuffix = \"dc=a\"\n\n[store]\nsync = \"always\"\nsnapshots = 1\n",
+        "store.snapshots",
+    );
+    // A value of the wrong type names its key too.
+    let msg = refused("[limits]\nsize_limit = \"many\"\n", "limits.size_limit");
+    assert!(msg.starts_with("configuration:2:"), "{msg}");
+    refused(
+        "[server]\nlisten = [\n  \"ldap://a:1\",\n  7,\n]\n",
+        "server.listen",
+    );
+}
+
+#[test]
+fn bad_values_are_refused_naming_the_key() {
+    for (text, key) in [
+        ("[server]\nlisten = [\"http://h:1\"]", "server.listen[0]"),
+        (
+            "[server]\nlisten = [\"ldap://a:1\", \"ldap://[::1\"]",
+            "server.listen[1]",
+        ),
+        (
+            "[server]\nlisten = [\"ldap://a:1\", \"ldap://a:1\"]",
+            "server.listen[1]",
+        ),
+        ("[server]\nlisten = []", "server.listen"),
+        ("[server]\nworker_threads = 100000", "server.worker_threads"),
+        ("[directory]\nsuffix = \"dc=example,,dc=com\"", "directory.suffix"),
+        ("[directory]\nsuffix = \"nosuchattr=x\"", "directory.suffix"),
+        ("[directory]\nsuffix = \"\"", "directory.suffix"),
+        (
+            "[directory]\nextra_suffixes = [\"ou=x,dc=example,dc=com\"]",
+            "directory.extra_suffixes[0]",
+        ),
+        (
+            "[directory]\nextra_suffixes = [\"o=a\", \"o=a\"]",
+            "directory.extra_suffixes[1]",
+        ),
+        (
+            "[directory]\nadmin_dn = \"cn=admin,dc=other\"",
+            "directory.admin_dn",
+        ),
+        ("[directory]\nadmin_dn = \"cn=admin\"", "directory.admin_dn"),
+        ("[directory]\nadmin_dn = \"cn=\\\\zz\"", "directory.admin_dn"),
+        (
+            "[directory]\nadmin_password_env = \"A-B\"",
+            "directory.admin_password_env",
+        ),
+        (
+            "[directory]\nadmin_password_env = \"\"",
+            "directory.admin_password_env",
+        ),
+        ("[schema]\nbuiltin = \"full\"", "schema.builtin"),
+        ("[schema]\nfiles = [\"/nonexistent/x.schema\"]", "schema.files"),
+        ("[store]\nsync = \"sometimes\"", "store.sync"),
+        ("[store]\nbatch_window_ms = 5", "store.batch_window_ms"),
+        (
+            "[store]\nsync = \"always\"\nbatch_window_ms = 5",
+            "store.batch_window_ms",
+        ),
+        (
+            "[store]\nsync = \"batch\"\nbatch_window_ms = 0",
+            "store.batch_window_ms",
+        ),
+        (
+            "[store]\nsync = \"batch\"\nbatch_window_ms = 1001",
+            "store.batch_window_ms",
+        ),
+        ("[store]\nsnapshot_interval = \"24\"", "store.snapshot_interval"),
+        ("[store]\nsnapshot_interval = \"1y\"", "store.snapshot_interval"),
+        ("[store]\nsnapshot_interval = -5", "store.snapshot_interval"),
+        ("[indexes]\ncn = [\"eq\", \"fuzzy\"]", "indexes.cn"),
+        ("[indexes]\ncn = []", "indexes.cn"),
+        ("[indexes]\nnoSuchAttribute = [\"eq\"]", "indexes.noSuchAttribute"),
+        ("[indexes]\nobjectClass = [\"ord\"]", "indexes.objectClass"),
+        ("[limits]\nmax_pdu_bytes = 0", "limits.max_pdu_bytes"),
+        ("[limits]\nmax_connections = 0", "limits.max_connections"),
+        (
+            "[limits]\nmax_connections_per_ip = 0",
+            "limits.max_connections_per_ip",
+        ),
+        (
+            "[limits]\nmax_connections = 10\nmax_connections_per_ip = 11",
+            "limits.max_connections_per_ip",
+        ),
+        (
+            "[limits]\nmax_ops_per_connection = 0",
+            "limits.max_ops_per_connection",
+        ),
+        ("[limits]\nsize_limit = 0", "limits.size_limit"),
+        ("[limits]\nlookthrough_limit = 0", "limits.lookthrough_limit"),
+        ("[limits]\nwrite_timeout = \"0\"", "limits.write_timeout"),
+        ("[limits]\ntime_limit = 0", "limits.time_limit"),
+        ("[limits]\nidle_timeout = \"15 minutes\"", "limits.idle_timeout"),
+    ] {
+        refused(text, key);
+    }
+}
+
+#[test]
+fn zero_means_off_where_documented() {
+    let c = ServerConfig::from_toml_str(
+        "[store]\nsnapshot_interval = \"0\"\nsnapshot_after_records = 0\n[limits]\nidle_timeout = 0\n",
+    )
+    .unwrap();
+    assert_eq!(c.store.snapshot_interval, None);
+    assert_eq!(c.store.snapshot_after_records, None);
+    assert_eq!(c.limits.idle_timeout, None);
+    let c = ServerConfig::from_toml_str("[store]\nsync = \"batch\"\n").unwrap();
+    assert_eq!(
+        c.store.sync,
+        SyncPolicy::Batch {
+            window: Duration::from_millis(larch_server::config::DEFAULT_BATCH_WINDOW_MS)
+        }
+    );
+    assert_eq!(
+        ServerConfig::from_toml_str("[store]\nsync = \"none\"\n")
+            .unwrap()
+            .store
+            .sync,
+        SyncPolicy::None
+    );
+}
+
+#[test]
+fn admin_dn_follows_the_suffix_and_normalizes() {
+    let c = ServerConfig::from_toml_str("[directory]\nsuffix = \"DC=Corp, DC=Example\"\n").unwrap();
+    assert_eq!(c.directory.admin_dn, "cn=admin,DC=Corp, DC=Example");
+    let schema = c.schema().unwrap();
+    assert_eq!(
+        c.normalized_admin_dn(&schema).unwrap().as_str(),
+        "cn=admin,dc=corp,dc=example"
+    );
+    // The admin may be in an extra suffix, or be the suffix itself.
+    ServerConfig::from_toml_str("[directory]\nextra_suffixes = [\"o=x\"]\nadmin_dn = \"cn=root,o=x\"\n")
+        .unwrap();
+    ServerConfig::from_toml_str("[directory]\nadmin_dn = \"DC=EXAMPLE,dc=com\"\n").unwrap();
+}
+
+#[test]
+fn syntax_errors_give_line_and_column() {
+    let e = ServerConfig::from_toml_str("[server]\nworker_threads = 4\ndata_dir = /var\n").unwrap_err();
+    assert!(matches!(e, ConfigError::Syntax { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.starts_with("configuration:3:12: TOML syntax error"), "{msg}");
+    let e = ServerConfig::from_toml_str("[limits]\nsize_limit = 1\nsize_limit = 2\n").unwrap_err();
+    assert!(e.to_string().starts_with("configuration:3:"), "{e}");
+}
+
+#[test]
+fn files_are_named_and_relative_paths_follow_the_file() {
+    let dir = std::env::temp_dir().join(format!("larch-config-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let missing = dir.join("missing.toml");
+    let e = ServerConfig::load(&missing).unwrap_err();
+    assert!(matches!(e, ConfigError::Read { .. }));
+    assert!(e.to_string().starts_with(&missing.display().to_string()), "{e}");
+
+    std::fs::write(
+        dir.join("extra.schema"),
+        "attributetype ( 1.3.6.1.4.1.99999.1.1 NAME 'larchTestAttr' EQUALITY caseIgnoreMatch \
+         SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 )\n",
+    )
+    .unwrap();
+    let file = dir.join("larch.toml");
+    std::fs::write(
+        &file,
+        "[server]\ndata_dir = \"data\"\n[schema]\nfiles = [\"extra.schema\"]\n[indexes]\nlarchTestAttr = [\"eq\"]\n",
+    )
+    .unwrap();
+    let c = ServerConfig::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.server.data_dir, dir.join("data"));
+    assert_eq!(c.schema.files, [dir.join("extra.schema")]);
+    assert!(c.schema().unwrap().attribute_type("larchTestAttr").is_some());
+
+    std::fs::write(&file, "[limits]\n\nsize_limit = 0\n").unwrap();
+    let msg = ServerConfig::load(&file).unwrap_err().to_string();
+    assert!(
+        msg.starts_with(&format!("{}: `limits.size_limit`", file.display())),
+        "{msg}"
+    );
+    std::fs::write(&file, "[limits]\nsize_limit = =\n").unwrap();
+    let msg = ServerConfig::load(&file).unwrap_err().to_string();
+    assert!(
+        msg.starts_with(&format!("{}:2:14: TOML syntax error", file.display())),
+        "{msg}"
+    );
+
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+proptest! {
+    /// Any in-range limit written in the file comes back as written; zero is refused.
+    #[test]
+    fn limits_round_trip(size in 0u64..1_000_000, ops in 0u64..10_000, secs in 0i64..1_000_000) {
+        let text = format!("[limits]\nsize_limit = {size}\nmax_ops_per_connection = {ops}\ntime_limit = {secs}\n");
+        match ServerConfig::from_toml_str(&text) {
+            Ok(c) => {
+                prop_assert!(size > 0 && ops > 0 && secs > 0);
+                prop_assert_eq!(c.limits.size_limit as u64, size);
+                prop_assert_eq!(c.limits.max_ops_per_connection as u64, ops);
+                prop_assert_eq!(c.limits.time_limit, Duration::from_secs(secs as u64));
+            }
+            Err(e) => {
+                prop_assert!(size == 0 || ops == 0 || secs == 0, "{}", e);
+            }
+        }
+    }
+
+    /// Durations written with units parse to their sum, in seconds or as a string.
+    #[test]
+    fn durations_in_the_file(h in 0u64..1000, m in 0u64..60, s in 0u64..60) {
+        let text = format!("[limits]\nwrite_timeout = \"{h}h{m}m{s}s\"\n");
+        let total = h * 3600 + m * 60 + s;
+        match ServerConfig::from_toml_str(&text) {
+            Ok(c) => prop_assert_eq!(c.limits.write_timeout, Duration::from_secs(total)),
+            Err(e) => prop_assert!(total == 0, "{}", e),
+        }
+    }
+
+    /// Arbitrary text never panics the reader.
+    #[test]
+    fn arbitrary_text_is_answered(text in "\\PC{0,200}") {
+        let _ = ServerConfig::from_toml_str(&text);
+    }
+}
