@@ -17,27 +17,16 @@ use larch_store::snapshot::{
 use larch_store::storage::{FaultConfig, FaultStorage, FsStorage, Storage};
 use proptest::prelude::*;
 
+mod common;
+use common::Rng;
+
 type Records = Vec<(u32, Vec<u8>)>;
 
 /// Which problem a damaged file must be refused with.
 type Expect = fn(&Corruption) -> bool;
 
 /// splitmix64, so the large data sets are the same on every run and platform.
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
     /// Octets that compress a little, like entries (repeated words mixed with noise).
     fn bytes(&mut self, len: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(len);

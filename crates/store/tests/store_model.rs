@@ -21,6 +21,9 @@ use larch_store::storage::{FaultConfig, FaultStorage};
 use larch_store::wal::SyncPolicy;
 use larch_store::{Store, StoreError, StoreOptions, Version};
 
+mod common;
+use common::Rng;
+
 fn schema() -> Arc<Schema> {
     static S: OnceLock<Arc<Schema>> = OnceLock::new();
     Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
@@ -57,21 +60,6 @@ fn first_rdn(dn: &str) -> String {
         dn.to_string()
     } else {
         dn.split_once(',').map_or(dn, |(r, _)| r).to_string()
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
