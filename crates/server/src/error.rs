@@ -1,0 +1,112 @@
+//! The one place where failures become LDAP results: [`OpError`] carries the RFC 4511
+//! result code, the matchedDN and a diagnostic message for a person, and every error type
+//! an operation can meet (model, store, DN, decoding) converts into it here.
+
+use larch_model::dn::DnError;
+use larch_model::ModelError;
+use larch_proto::{DecodeError, LdapResult, ResultCode};
+use larch_store::StoreError;
+
+/// An operation's failure as the client will see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpError {
+    /// The result code.
+    pub code: ResultCode,
+    /// `matchedDN`: with noSuchObject (and aliasProblem, invalidDNSyntax for a bad base),
+    /// the deepest existing ancestor of the name asked for, as stored.
+    pub matched_dn: String,
+    /// The diagnostic message.
+    pub message: String,
+    /// Referral URIs (only with [`ResultCode::REFERRAL`]).
+    pub referrals: Vec<String>,
+}
+
+impl OpError {
+    /// An error with a code and a message.
+    pub fn new(code: ResultCode, message: impl Into<String>) -> OpError {
+        OpError {
+            code,
+            matched_dn: String::new(),
+            message: message.into(),
+            referrals: Vec::new(),
+        }
+    }
+
+    /// `protocolError` (2).
+    pub fn protocol(message: impl Into<String>) -> OpError {
+        OpError::new(ResultCode::PROTOCOL_ERROR, message)
+    }
+
+    /// `unwillingToPerform` (53).
+    pub fn unwilling(message: impl Into<String>) -> OpError {
+        OpError::new(ResultCode::UNWILLING_TO_PERFORM, message)
+    }
+
+    /// `noSuchObject` (32) naming `dn`, with the deepest existing ancestor as matchedDN.
+    pub fn no_such_object(dn: &str, matched_dn: impl Into<String>) -> OpError {
+        OpError {
+            matched_dn: matched_dn.into(),
+            ..OpError::new(ResultCode::NO_SUCH_OBJECT, format!("no entry `{dn}`"))
+        }
+    }
+
+    /// `referral` (10) to `uris`, with the DN of the referral entry as matchedDN.
+    pub fn referral(matched_dn: impl Into<String>, uris: Vec<String>) -> OpError {
+        OpError {
+            matched_dn: matched_dn.into(),
+            referrals: uris,
+            ..OpError::new(ResultCode::REFERRAL, "")
+        }
+    }
+
+    /// Sets the matchedDN.
+    pub fn with_matched(mut self, matched_dn: impl Into<String>) -> OpError {
+        self.matched_dn = matched_dn.into();
+        self
+    }
+
+    /// Calls `f` with the `LDAPResult` of this error (borrowing its strings).
+    pub fn with_result<R>(&self, f: impl FnOnce(LdapResult<'_>) -> R) -> R {
+        let uris: Vec<&[u8]> = self.referrals.iter().map(|u| u.as_bytes()).collect();
+        let mut result = LdapResult::new(self.code, self.matched_dn.as_bytes(), self.message.as_bytes());
+        if !uris.is_empty() {
+            result.referral = Some(larch_proto::SeqOf::from_items(&uris));
+        }
+        f(result)
+    }
+}
+
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.code.name().unwrap_or("result");
+        write!(f, "{name} ({}): {}", self.code.0, self.message)
+    }
+}
+
+impl std::error::Error for OpError {}
+
+impl From<ModelError> for OpError {
+    fn from(e: ModelError) -> OpError {
+        OpError::new(e.result_code(), e.to_string())
+    }
+}
+
+impl From<DnError> for OpError {
+    fn from(e: DnError) -> OpError {
+        OpError::new(ResultCode::INVALID_DN_SYNTAX, e.to_string())
+    }
+}
+
+impl From<StoreError> for OpError {
+    fn from(e: StoreError) -> OpError {
+        OpError::new(e.result_code(), e.to_string())
+    }
+}
+
+impl From<DecodeError> for OpError {
+    /// A field that decoded as BER but not as what the protocol allows (a control value, an
+    /// extended operation's value): `protocolError`.
+    fn from(e: DecodeError) -> OpError {
+        OpError::protocol(e.to_string())
+    }
+}
