@@ -18,6 +18,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod config;
+pub mod controls;
+pub mod directory;
+pub mod error;
+pub mod identity;
 pub mod opattrs;
+pub mod response;
 pub mod search;

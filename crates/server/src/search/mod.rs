@@ -35,7 +35,9 @@
 //! lookthrough limit it puts on unindexed searches.
 
 mod planner;
+mod select;
 mod scope;
 
 pub use planner::{plan, Candidates, Plan, MAX_DESCRIPTION_LEN};
 pub use scope::{candidates_in_scope, in_scope, ScopeIter};
+pub use select::{write_partial_attribute, Selection, MAX_SELECTED};

@@ -1,0 +1,4 @@
+//! Authentication: checking credentials (the userPassword storage schemes in
+//! [`password`]).
+
+pub mod password;

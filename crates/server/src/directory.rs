@@ -1,0 +1,285 @@
+//! [`Directory`]: what every operation shares — the configuration, the schema, the store,
+//! the CSN generator — and the first-start set-up of a data directory.
+//!
+//! Opening, in steps:
+//! 1. load the schema and normalize the suffixes and the admin DN through it;
+//! 2. open the store (newest snapshot, then the log tail);
+//! 3. create each configured suffix entry that does not exist, with the object classes its
+//!    RDN type implies (`dc` -> dcObject + organization, `o` -> organization, `ou` ->
+//!    organizationalUnit, `c` -> country, `l` -> locality); another RDN type is refused
+//!    with a message saying to import the suffix entry;
+//! 4. create the admin entry if it does not exist (organizationalRole +
+//!    simpleSecurityObject) with a hashed userPassword: the value of the environment
+//!    variable `directory.admin_password_env`, or a generated password returned in
+//!    [`Startup::generated_admin_password`] for the caller to print once; when the entry
+//!    exists and the variable is set to a password that does not verify, the stored hash
+//!    is replaced (the operator's way to reset it).
+//!
+//! Every entry made here goes through the same schema check and operational attributes
+//! as a client's Add, with the empty DN (the server itself) as creatorsName.
+
+use std::sync::Arc;
+
+use larch_model::dn::{Dn, NormDn};
+use larch_model::entry::check::check_entry;
+use larch_model::entry::{Entry, Options};
+use larch_model::schema::{AttributeTypeId, Schema};
+use larch_store::{OpenReport, Store, StoreError, StoreReader};
+
+use crate::auth::password;
+use crate::config::{ConfigError, ServerConfig};
+use crate::opattrs::csn::CsnGenerator;
+use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
+
+/// The server ID in CSNs (`sid`); 0 until replication gives servers their own.
+pub const SERVER_ID: u32 = 0;
+
+/// Why a directory could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectoryError {
+    /// The configuration does not hold together.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The store failed to open or to write a set-up entry.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The schema lacks what the server needs.
+    #[error(transparent)]
+    OpAttrs(#[from] OpAttrsError),
+    /// A set-up entry could not be built.
+    #[error("cannot create `{dn}`: {reason}")]
+    Setup {
+        /// The entry.
+        dn: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What opening found and did, for the caller to report.
+#[derive(Debug, Default)]
+pub struct Startup {
+    /// The store's report (snapshot loaded, log records replayed, a cut tail).
+    pub report: OpenReport,
+    /// DNs of the entries created (suffixes, admin).
+    pub created: Vec<String>,
+    /// A password generated for the admin on first start: print it once, it is stored
+    /// only hashed.
+    pub generated_admin_password: Option<String>,
+    /// True when the admin password was reset from the environment.
+    pub admin_password_reset: bool,
+}
+
+/// The shared state of a running server.
+#[derive(Debug)]
+pub struct Directory {
+    /// The validated configuration.
+    pub config: ServerConfig,
+    /// The schema.
+    pub schema: Arc<Schema>,
+    /// The store.
+    pub store: Store,
+    /// The IDs of the operational attribute types.
+    pub optypes: OperationalTypes,
+    /// CSNs for entryCSN.
+    pub csn: Arc<CsnGenerator>,
+    /// The naming contexts, normalized, the main suffix first.
+    pub suffixes: Vec<NormDn>,
+    /// The normalized admin DN.
+    pub admin_dn: NormDn,
+    /// The userPassword type.
+    pub user_password: AttributeTypeId,
+}
+
+impl Directory {
+    /// Opens the store of `config` and sets up a new data directory (see the module
+    /// documentation).
+    pub fn open(config: ServerConfig) -> Result<(Directory, Startup), DirectoryError> {
+        let schema = Arc::new(config.schema()?);
+        let suffixes = config.normalized_suffixes(&schema)?;
+        let admin_dn = config.normalized_admin_dn(&schema)?;
+        let optypes = OperationalTypes::new(&schema)?;
+        let user_password = schema
+            .attribute_type("userPassword")
+            .map(|t| t.id)
+            .ok_or_else(|| setup_error("", "the schema does not define userPassword"))?;
+        let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
+        let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
+        let dir = Directory {
+            config,
+            schema,
+            store,
+            optypes,
+            csn,
+            suffixes,
+            admin_dn,
+            user_password,
+        };
+        let mut startup = Startup {
+            report,
+            ..Startup::default()
+        };
+        if let Err(e) = dir.set_up(&mut startup) {
+            let _ = dir.store.close(false);
+            return Err(e);
+        }
+        Ok((dir, startup))
+    }
+
+    /// A reader of the store's current version.
+    pub fn reader(&self) -> StoreReader {
+        self.store.reader()
+    }
+
+    /// Creates missing suffix and admin entries; resets the admin password from the
+    /// environment when asked.
+    fn set_up(&self, startup: &mut Startup) -> Result<(), DirectoryError> {
+        let version = self.store.current();
+        let written: Vec<&str> = self.config.suffixes().collect();
+        for (norm, text) in self.suffixes.iter().zip(written) {
+            if version.find(norm).is_none() {
+                let entry = suffix_entry(text, norm, &self.schema)?;
+                self.add_internal(entry, true)?;
+                startup.created.push(text.to_string());
+            }
+        }
+        let env = &self.config.directory.admin_password_env;
+        let from_env = std::env::var(env).ok().filter(|p| !p.is_empty());
+        let version = self.store.current();
+        match version.find(&self.admin_dn) {
+            None => {
+                let password = match from_env {
+                    Some(p) => p,
+                    None => {
+                        let p = password::generate().map_err(|e| setup_error("admin password", e))?;
+                        startup.generated_admin_password = Some(p.clone());
+                        p
+                    }
+                };
+                let entry = self.admin_entry(&password)?;
+                self.add_internal(entry, false)?;
+                startup.created.push(self.config.directory.admin_dn.clone());
+            }
+            Some(id) => {
+                let Some(p) = from_env else { return Ok(()) };
+                let view = version.entry(id).ok_or(StoreError::NoSuchEntry)?;
+                let verifies = view
+                    .attrs()
+                    .attribute(self.user_password)
+                    .any(|a| a.values.iter().any(|v| password::verify(p.as_bytes(), v)));
+                if !verifies {
+                    let dn = Dn::parse(version.dn(id).as_bytes()).map_err(|e| setup_error("admin", e))?;
+                    let mut entry = Entry::from_stored(dn, self.admin_dn.clone(), view.attrs());
+                    let hashed = password::hash(p.as_bytes()).map_err(|e| setup_error("admin password", e))?;
+                    entry.set_values(self.user_password, &Options::none(), vec![hashed]);
+                    on_modify(&mut entry, "", &OpStamp::now(&self.csn), &self.schema)?;
+                    let stored = entry.to_stored();
+                    self.store.write(move |txn| txn.modify(id, &stored))??;
+                    startup.admin_password_reset = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The admin entry with `password` hashed.
+    fn admin_entry(&self, password_text: &str) -> Result<Entry, DirectoryError> {
+        let text = &self.config.directory.admin_dn;
+        let dn = Dn::parse(text.as_bytes()).map_err(|e| setup_error(text, e))?;
+        let rdn = dn.rdns.first().ok_or_else(|| setup_error(text, "the admin DN is empty"))?;
+        let mut entry = Entry::new(dn.clone(), self.admin_dn.clone());
+        let hashed = password::hash(password_text.as_bytes()).map_err(|e| setup_error(text, e))?;
+        let mut values = vec![
+            ("objectClass", b"organizationalRole".to_vec()),
+            ("objectClass", b"simpleSecurityObject".to_vec()),
+            ("userPassword", hashed),
+        ];
+        for ava in &rdn.avas {
+            values.push((ava.attr.as_str(), ava.value.clone()));
+        }
+        if !rdn.avas.iter().any(|a| self.schema.attribute_type(&a.attr).is_some_and(|t| t.has_name("cn"))) {
+            return Err(setup_error(
+                text,
+                "the admin entry is an organizationalRole, named by `cn` (e.g. cn=admin,<suffix>)",
+            ));
+        }
+        push_all(&mut entry, &values, &self.schema, text)?;
+        Ok(entry)
+    }
+
+    /// Checks `entry`, sets its operational attributes and adds it.
+    fn add_internal(&self, mut entry: Entry, naming_context: bool) -> Result<(), DirectoryError> {
+        let dn_text = entry.dn.to_string();
+        let checked = check_entry(&entry, &self.schema).map_err(|e| setup_error(&dn_text, e))?;
+        on_add(&mut entry, &checked, "", &OpStamp::now(&self.csn), &self.schema, false)?;
+        let stored = entry.to_stored();
+        let (dn, norm) = (entry.dn, entry.norm_dn);
+        self.store
+            .write(move |txn| txn.add(&dn, &norm, &stored, naming_context))?
+            .map_err(|e| setup_error(&dn_text, e))?;
+        Ok(())
+    }
+}
+
+fn setup_error(dn: &str, reason: impl std::fmt::Display) -> DirectoryError {
+    DirectoryError::Setup {
+        dn: dn.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Adds `(type name, value)` pairs to `entry`.
+fn push_all(entry: &mut Entry, values: &[(&str, Vec<u8>)], schema: &Schema, dn: &str) -> Result<(), DirectoryError> {
+    for (name, value) in values {
+        let ty = schema
+            .attribute_type(name)
+            .ok_or_else(|| setup_error(dn, format!("the schema does not define `{name}`")))?;
+        if entry.attributes_of(ty.id).any(|a| a.values.contains(value)) {
+            continue;
+        }
+        entry.push_value(ty.id, &Options::none(), value.clone());
+    }
+    Ok(())
+}
+
+/// The entry of a suffix, with the object classes its RDN's type implies.
+fn suffix_entry(text: &str, norm: &NormDn, schema: &Schema) -> Result<Entry, DirectoryError> {
+    let dn = Dn::parse(text.as_bytes()).map_err(|e| setup_error(text, e))?;
+    let rdn = dn.rdns.first().ok_or_else(|| setup_error(text, "a suffix cannot be empty"))?;
+    let [ava] = rdn.avas.as_slice() else {
+        return Err(setup_error(
+            text,
+            "a multi-valued RDN names no single object class; import the suffix entry with `larch import`",
+        ));
+    };
+    let ty = schema
+        .attribute_type(&ava.attr)
+        .ok_or_else(|| setup_error(text, format!("the schema does not define `{}`", ava.attr)))?;
+    let name = ty.name().to_ascii_lowercase();
+    let mut values: Vec<(&str, Vec<u8>)> = vec![("objectClass", b"top".to_vec())];
+    match name.as_str() {
+        "dc" => {
+            values.push(("objectClass", b"dcObject".to_vec()));
+            values.push(("objectClass", b"organization".to_vec()));
+            values.push(("o", ava.value.clone()));
+        }
+        "o" => values.push(("objectClass", b"organization".to_vec())),
+        "ou" => values.push(("objectClass", b"organizationalUnit".to_vec())),
+        "c" => values.push(("objectClass", b"country".to_vec())),
+        "l" => values.push(("objectClass", b"locality".to_vec())),
+        _ => {
+            return Err(setup_error(
+                text,
+                format!(
+                    "no object class is implied by an RDN of type `{}`; import the suffix entry with \
+                     `larch import`",
+                    ty.name()
+                ),
+            ))
+        }
+    }
+    values.push((ty.name(), ava.value.clone()));
+    let mut entry = Entry::new(dn.clone(), norm.clone());
+    push_all(&mut entry, &values, schema, text)?;
+    Ok(entry)
+}
