@@ -14,7 +14,8 @@
 #   4. the workloads, each with `larch bench` pinned to the other CPU and --server-pid:
 #      search all attributes, search 1.1, auth on the same connection, auth on a new
 #      connection per operation, modify, mixed 80/20;
-#   5. the same for Larch (a column that says "not available" until `larch serve` exists);
+#   5. the same for Larch: `larch import` of the same LDIF (timed), `larch serve` pinned to
+#      the server CPU with the same suffix, admin DN and password (startup timed);
 #   6. prints the table (Markdown), and with --update-docs replaces the block between
 #      `<!-- compare:N:begin -->` and `<!-- compare:N:end -->` in docs/benchmarks.md.
 # slapd is stopped by its PID (trap), never by name.
@@ -141,6 +142,10 @@ cleanup() {
     kill "$slapd_pid" 2>/dev/null || true
     for _ in $(seq 100); do kill -0 "$slapd_pid" 2>/dev/null || break; sleep 0.1; done
   fi
+  if [ -n "$larch_pid" ] && kill -0 "$larch_pid" 2>/dev/null; then
+    kill "$larch_pid" 2>/dev/null || true
+    for _ in $(seq 600); do kill -0 "$larch_pid" 2>/dev/null || break; sleep 0.1; done
+  fi
   if [ "$keep" = 0 ] && [ "$made_workdir" = 1 ]; then rm -rf "$workdir"; else say "kept $workdir"; fi
 }
 trap cleanup EXIT
@@ -263,22 +268,63 @@ slapd_stop() {
   fi
 }
 
-# ---------------------------------------------------------------- 5. Larch (pending)
-# When `larch serve` exists, fill these four functions in (same contract as slapd_*):
-#   larch_setup   - write a config pointing at $workdir/larch (or use the embedded defaults)
-#   larch_import  - `larch import $data/data.ldif` (timed; print seconds)
-#   larch_start   - pinned "$server_cpu" larch serve ... &, set larch_pid, larch_url and
-#                   result[larch,startup] after wait_ldap (not in a subshell)
-#   larch_stop    - kill "$larch_pid"
-# and the table fills its Larch column and ratios by itself.
-larch_serve_available() {
-  ! "$larch_bin" serve --help 2>&1 | grep -q "not built yet"
+# ---------------------------------------------------------------- 5. Larch
+# Same contract as slapd_*: a private data directory and configuration in $workdir/larch,
+# the same LDIF imported offline (timed), the server pinned to the server CPU (its worker
+# threads follow the CPUs it may use), the same admin DN and password.
+larch_dir=$workdir/larch
+larch_serve_available() { "$larch_bin" serve --help >/dev/null 2>&1; }
+larch_setup() {
+  rm -rf "$larch_dir"
+  mkdir -p "$larch_dir"
+  larch_port=$(free_port)
+  cat >"$larch_dir/larch.toml" <<EOF
+[server]
+listen = ["ldap://127.0.0.1:$larch_port"]
+data_dir = "data"
+
+[directory]
+suffix = "$suffix"
+admin_dn = "$rootdn"
+
+[limits]
+size_limit = 500
+EOF
 }
-larch_setup() { return 1; }
-larch_import() { return 1; }
-larch_start() { return 1; }
-larch_stop() { :; }
-NA_LARCH="not available: larch serve is not built yet"
+
+# larch_import: prints the seconds `larch import` took.
+larch_import() {
+  local t0 t1
+  t0=$(now)
+  "$larch_bin" import --data "$larch_dir/data" --creator "$rootdn" "$data/data.ldif" >"$larch_dir/import.log" 2>&1 \
+    || { cat "$larch_dir/import.log" >&2; exit 1; }
+  t1=$(now)
+  elapsed "$t0" "$t1"
+}
+
+# larch_start: like slapd_start. Not to be run in a subshell.
+larch_start() {
+  local t0 t1 prefix=()
+  larch_url="ldap://127.0.0.1:$larch_port/"
+  if [ "$(id -u)" -eq 0 ] && [ "$nice_level" != 0 ]; then prefix=(nice -n "$nice_level"); fi
+  t0=$(now)
+  # nice and taskset exec the server, so $! is the server's PID.
+  LARCH_ADMIN_PASSWORD=$rootpw "${prefix[@]}" taskset -c "$server_cpu" \
+    "$larch_bin" serve --config "$larch_dir/larch.toml" >"$larch_dir/serve.log" 2>&1 &
+  larch_pid=$!
+  wait_ldap "$larch_url" || { cat "$larch_dir/serve.log" >&2; echo "compare.sh: larch did not answer on $larch_url" >&2; exit 1; }
+  t1=$(now)
+  result[larch,startup]=$(elapsed "$t0" "$t1")
+}
+
+larch_stop() {
+  if [ -n "$larch_pid" ]; then
+    kill "$larch_pid" 2>/dev/null || true
+    for _ in $(seq 600); do kill -0 "$larch_pid" 2>/dev/null || break; sleep 0.1; done
+    larch_pid=
+  fi
+}
+NA_LARCH="not measured: larch serve did not start"
 
 # ---------------------------------------------------------------- 4. workloads
 # run_workload NAME URL PID: runs one workload, prints larch bench's key=value line.

@@ -4,8 +4,10 @@
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings, fuzz crate included);
 #   2. a release build of the workspace;
 #   3. every test of the workspace (unit, integration, doc tests);
-#   4. the loom model of the store's version cell (release, its own target directory);
-#   5. the fuzz targets, built on stable and replayed over their seed corpora;
+#   4. the end-to-end suite (tests/e2e, scripts/e2e.sh): the release `larch serve` started
+#      on loopback and driven by python ldap3 and ldap-utils (Python packages in a venv);
+#   5. the loom model of the store's version cell (release, its own target directory);
+#   6. the fuzz targets, built on stable and replayed over their seed corpora;
 # and ends with one summary line: "summary: N passed, N failed".
 #
 # The third-party PDU corpus is read from ../shared/ldap-corpus (beside the clone), or
@@ -49,6 +51,17 @@ trap 'rm -f "$log"' EXIT
 status=0
 LARCH_REQUIRE_LDAP_UTILS=1 cargo test --workspace 2>&1 | tee "$log" || status=$?
 
+step "end-to-end: larch serve with ldap3 and ldap-utils"
+e2e_status=0
+LARCH_BIN="$root/target/release/larch" ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
+# pytest's summary ("N failed, N passed, N skipped in Ts") in cargo's form, for the total.
+e2e_summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$log.e2e" | grep -E ' in [0-9.]+s' | tail -1 || true)
+e2e_passed=$(grep -Eo '[0-9]+ passed' <<<"$e2e_summary" | awk '{s+=$1} END {print s+0}')
+e2e_failed=$(grep -Eo '[0-9]+ (failed|errors?)' <<<"$e2e_summary" | awk '{s+=$1} END {print s+0}')
+if [ "$e2e_status" -ne 0 ] && [ "$e2e_failed" -eq 0 ]; then e2e_failed=1; fi
+echo "test result: e2e. ${e2e_passed:-0} passed; $e2e_failed failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
+rm -f "$log.e2e"
+
 step "loom: the version cell's publication protocol, model-checked"
 loom_status=0
 # A separate target directory: --cfg loom rebuilds every dependency.
@@ -84,7 +97,7 @@ passed=$(grep -Eo '^test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4
 failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
 echo
 echo "summary: $passed passed, $failed failed"
-if [ "$status" -ne 0 ] || [ "$loom_status" -ne 0 ] || [ "$fuzz_status" -ne 0 ] || [ "$failed" -ne 0 ]; then
+if [ "$status" -ne 0 ] || [ "$e2e_status" -ne 0 ] || [ "$loom_status" -ne 0 ] || [ "$fuzz_status" -ne 0 ] || [ "$failed" -ne 0 ]; then
   exit 1
 fi
 if [ "$passed" -eq 0 ]; then

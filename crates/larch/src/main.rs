@@ -1,7 +1,7 @@
 //! The `larch` binary. Subcommands that exist: `gen` (benchmark data) and `bench` (the load
 //! client), both from `larch-bench`; `import`, `export`, `verify` and `snapshot` on a data
-//! directory of `larch-store` (see [`store_cmd`]). `serve` and `passwd` do not exist yet;
-//! `serve` says so rather than pretending.
+//! directory of `larch-store` (see [`store_cmd`]); `serve`, the directory server (see
+//! [`serve_cmd`]). `passwd` does not exist yet.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,17 +16,12 @@ use larch_bench::{Attributes, AuthConnection, BenchConfig, GenConfig, PasswordSc
 use larch_proto::SearchScope;
 
 mod alloc;
+mod serve_cmd;
 mod store_cmd;
 
 use store_cmd::{ExportArgs, ImportArgs, SnapshotArgs, VerifyArgs};
 
-const NOT_BUILT: &str = "the directory server is not built yet; so far there are the LDAPv3 codec \
-                         (larch-proto), the directory model (larch-model), the in-memory store \
-                         (larch-store: `larch import`, `larch export`, `larch verify`, \
-                         `larch snapshot`) and the benchmark tools (`larch gen`, `larch bench`). \
-                         See README.md.";
-
-/// Larch: an LDAPv3 directory server (in construction) and its benchmark tools.
+/// Larch: an LDAPv3 directory server and its tools.
 #[derive(Debug, Parser)]
 #[command(name = "larch", version, about, long_about = None)]
 struct Cli {
@@ -36,8 +31,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the directory server (not built yet).
-    Serve,
+    /// Run the directory server (embedded defaults without --config).
+    Serve(serve_cmd::ServeArgs),
     /// Generate DirectoryMark-style benchmark data: LDIF plus value files.
     Gen(GenArgs),
     /// Load an LDAP server and report throughput, latency and CPU use.
@@ -247,10 +242,11 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        None | Some(Command::Serve) => {
-            eprintln!("larch {}: {NOT_BUILT}", env!("CARGO_PKG_VERSION"));
+        None => {
+            let _ = <Cli as clap::CommandFactory>::command().print_help();
             ExitCode::from(2)
         }
+        Some(Command::Serve(args)) => report(serve_cmd::serve(args)),
         Some(Command::Gen(args)) => report(gen(args)),
         Some(Command::Bench(args)) => report(bench(*args)),
         Some(Command::Import(args)) => report(store_cmd::import(args)),

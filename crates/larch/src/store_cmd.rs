@@ -2,7 +2,9 @@
 //! `larch-store`.
 //!
 //! - `import` creates a data directory from LDIF (offline: it writes one snapshot at LSN 0
-//!   and no log), with a progress bar on a terminal;
+//!   and no log), with a progress bar on a terminal; like slapadd it adds the operational
+//!   attributes an entry lacks (timestamps, creator, entryUUID, entryCSN,
+//!   structuralObjectClass) unless `--no-operational`;
 //! - `export` opens a data directory and writes its entries as LDIF, parents first;
 //! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
 //!   torn log tail cut), the time and memory it took, and checks every invariant of the
@@ -24,6 +26,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
+use larch_server::directory::SERVER_ID;
+use larch_server::opattrs::csn::CsnGenerator;
+use larch_server::opattrs::import_hook;
 use larch_store::import::{export_ldif, import_ldif, ImportOptions, ImportProgress};
 use larch_store::ldif::LdifWriter;
 use larch_store::storage::FsStorage;
@@ -58,6 +63,14 @@ pub struct ImportArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The creatorsName/modifiersName of entries that have none (as slapadd uses the
+    /// database's root DN).
+    #[arg(long, value_name = "DN", default_value = "cn=admin,dc=example,dc=com")]
+    pub creator: String,
+    /// Store entries exactly as the LDIF has them: no createTimestamp, entryUUID,
+    /// entryCSN, structuralObjectClass etc. added where missing.
+    #[arg(long)]
+    pub no_operational: bool,
     /// The LDIF file (`-`: standard input). Parents must come before their children.
     pub file: PathBuf,
 }
@@ -144,13 +157,15 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
         let size = f.metadata().ok().map(|m| m.len()).filter(|&n| n > 0);
         (Box::new(BufReader::with_capacity(INPUT_BUFFER, f)), size)
     };
+    let csn = CsnGenerator::new(SERVER_ID).map_err(|e| e.to_string())?;
+    let hook = import_hook(Arc::new(csn), a.creator.clone(), schema.clone());
     let options = ImportOptions {
         dir: a.data.clone(),
         storage: Arc::new(FsStorage),
         schema,
         threads: a.threads,
         naming_contexts,
-        hook: None,
+        hook: if a.no_operational { None } else { Some(&hook) },
         allow_file_urls: a.allow_file_urls,
     };
     let bar = progress_bar(size);

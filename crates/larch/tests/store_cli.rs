@@ -90,8 +90,65 @@ fn generate(dir: &Path, n: u64) -> PathBuf {
     gen.join("data.ldif")
 }
 
+/// Imports exactly as the LDIF says (no operational attributes added), so that export
+/// gives the input back.
 fn import(data: &Path, ldif: &Path) -> Value {
-    run_json(&["import", "--data", s(data), "--json", s(ldif)])
+    run_json(&["import", "--data", s(data), "--json", "--no-operational", s(ldif)])
+}
+
+#[test]
+fn import_adds_the_operational_attributes_an_entry_lacks() {
+    let dir = temp_dir("opattrs");
+    let ldif = dir.join("in.ldif");
+    std::fs::write(
+        &ldif,
+        "dn: dc=example,dc=com\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: example\n\n\
+         dn: ou=People,dc=example,dc=com\nobjectClass: organizationalUnit\nou: People\n\
+         createTimestamp: 20200101000000Z\n",
+    )
+    .unwrap();
+    let data = dir.join("data");
+    let r = run_json(&[
+        "import",
+        "--data",
+        s(&data),
+        "--json",
+        "--creator",
+        "cn=loader,dc=example,dc=com",
+        s(&ldif),
+    ]);
+    assert_eq!(r["entries"], 2, "{r}");
+    let out = dir.join("out.ldif");
+    run_ok(&["export", "--data", s(&data), "-o", s(&out)]);
+    let exported: BTreeMap<_, _> = read_ldif(&std::fs::read(&out).unwrap()).into_iter().collect();
+    let value = |dn: &str, attr: &str| -> Vec<String> {
+        exported[dn]
+            .iter()
+            .filter(|(a, _)| a == attr)
+            .map(|(_, v)| String::from_utf8(v.clone()).unwrap())
+            .collect()
+    };
+    let people = "ou=People,dc=example,dc=com";
+    assert_eq!(
+        value(people, "createtimestamp"),
+        ["20200101000000Z"],
+        "a value in the LDIF is kept"
+    );
+    assert_eq!(value(people, "creatorsname"), ["cn=loader,dc=example,dc=com"]);
+    assert_eq!(value(people, "structuralobjectclass"), ["organizationalUnit"]);
+    assert_eq!(
+        value("dc=example,dc=com", "structuralobjectclass"),
+        ["organization"]
+    );
+    for dn in [people, "dc=example,dc=com"] {
+        assert_eq!(value(dn, "entryuuid").len(), 1, "{dn}");
+        assert_eq!(value(dn, "entrycsn").len(), 1, "{dn}");
+        assert_eq!(value(dn, "modifytimestamp").len(), 1, "{dn}");
+    }
+    assert_ne!(
+        value(people, "entryuuid"),
+        value("dc=example,dc=com", "entryuuid")
+    );
 }
 
 #[test]

@@ -91,7 +91,10 @@ pub struct RequestControls<'a> {
 
 impl<'a> RequestControls<'a> {
     /// Reads the controls of a request of kind `kind`.
-    pub fn parse(controls: Option<SeqOf<'a, Control<'a>>>, kind: OpKind) -> Result<RequestControls<'a>, OpError> {
+    pub fn parse(
+        controls: Option<SeqOf<'a, Control<'a>>>,
+        kind: OpKind,
+    ) -> Result<RequestControls<'a>, OpError> {
         let mut out = RequestControls::default();
         let Some(controls) = controls else {
             return Ok(out);
@@ -116,13 +119,23 @@ impl<'a> RequestControls<'a> {
                 return Err(OpError::protocol(format!("control {name} given more than once")));
             }
             seen.push(c.oid);
-            let bad = |e: larch_proto::DecodeError| OpError::protocol(format!("control {name}: value does not decode: {e}"));
+            let bad = |e: larch_proto::DecodeError| {
+                OpError::protocol(format!("control {name}: value does not decode: {e}"))
+            };
             match &*name {
-                oid::PAGED_RESULTS => out.paged = Some((PagedResults::from_control(&c).map_err(bad)?, c.critical)),
-                oid::SORT_REQUEST => out.sort = Some((SortRequest::from_control(&c).map_err(bad)?, c.critical)),
+                oid::PAGED_RESULTS => {
+                    out.paged = Some((PagedResults::from_control(&c).map_err(bad)?, c.critical))
+                }
+                oid::SORT_REQUEST => {
+                    out.sort = Some((SortRequest::from_control(&c).map_err(bad)?, c.critical))
+                }
                 oid::ASSERTION => out.assertion = Some(Assertion::from_control(&c).map_err(bad)?.filter),
-                oid::PRE_READ => out.pre_read = Some(PreReadRequest::from_control(&c).map_err(bad)?.attributes),
-                oid::POST_READ => out.post_read = Some(PostReadRequest::from_control(&c).map_err(bad)?.attributes),
+                oid::PRE_READ => {
+                    out.pre_read = Some(PreReadRequest::from_control(&c).map_err(bad)?.attributes)
+                }
+                oid::POST_READ => {
+                    out.post_read = Some(PostReadRequest::from_control(&c).map_err(bad)?.attributes)
+                }
                 oid::MANAGE_DSA_IT => {
                     ManageDsaIt::from_control(&c).map_err(bad)?;
                     out.manage_dsa_it = true;

@@ -170,7 +170,8 @@ impl Directory {
                 if !verifies {
                     let dn = Dn::parse(version.dn(id).as_bytes()).map_err(|e| setup_error("admin", e))?;
                     let mut entry = Entry::from_stored(dn, self.admin_dn.clone(), view.attrs());
-                    let hashed = password::hash(p.as_bytes()).map_err(|e| setup_error("admin password", e))?;
+                    let hashed =
+                        password::hash(p.as_bytes()).map_err(|e| setup_error("admin password", e))?;
                     entry.set_values(self.user_password, &Options::none(), vec![hashed]);
                     on_modify(&mut entry, "", &OpStamp::now(&self.csn), &self.schema)?;
                     let stored = entry.to_stored();
@@ -186,7 +187,10 @@ impl Directory {
     fn admin_entry(&self, password_text: &str) -> Result<Entry, DirectoryError> {
         let text = &self.config.directory.admin_dn;
         let dn = Dn::parse(text.as_bytes()).map_err(|e| setup_error(text, e))?;
-        let rdn = dn.rdns.first().ok_or_else(|| setup_error(text, "the admin DN is empty"))?;
+        let rdn = dn
+            .rdns
+            .first()
+            .ok_or_else(|| setup_error(text, "the admin DN is empty"))?;
         let mut entry = Entry::new(dn.clone(), self.admin_dn.clone());
         let hashed = password::hash(password_text.as_bytes()).map_err(|e| setup_error(text, e))?;
         let mut values = vec![
@@ -197,7 +201,11 @@ impl Directory {
         for ava in &rdn.avas {
             values.push((ava.attr.as_str(), ava.value.clone()));
         }
-        if !rdn.avas.iter().any(|a| self.schema.attribute_type(&a.attr).is_some_and(|t| t.has_name("cn"))) {
+        if !rdn.avas.iter().any(|a| {
+            self.schema
+                .attribute_type(&a.attr)
+                .is_some_and(|t| t.has_name("cn"))
+        }) {
             return Err(setup_error(
                 text,
                 "the admin entry is an organizationalRole, named by `cn` (e.g. cn=admin,<suffix>)",
@@ -211,7 +219,14 @@ impl Directory {
     fn add_internal(&self, mut entry: Entry, naming_context: bool) -> Result<(), DirectoryError> {
         let dn_text = entry.dn.to_string();
         let checked = check_entry(&entry, &self.schema).map_err(|e| setup_error(&dn_text, e))?;
-        on_add(&mut entry, &checked, "", &OpStamp::now(&self.csn), &self.schema, false)?;
+        on_add(
+            &mut entry,
+            &checked,
+            "",
+            &OpStamp::now(&self.csn),
+            &self.schema,
+            false,
+        )?;
         let stored = entry.to_stored();
         let (dn, norm) = (entry.dn, entry.norm_dn);
         self.store
@@ -229,7 +244,12 @@ fn setup_error(dn: &str, reason: impl std::fmt::Display) -> DirectoryError {
 }
 
 /// Adds `(type name, value)` pairs to `entry`.
-fn push_all(entry: &mut Entry, values: &[(&str, Vec<u8>)], schema: &Schema, dn: &str) -> Result<(), DirectoryError> {
+fn push_all(
+    entry: &mut Entry,
+    values: &[(&str, Vec<u8>)],
+    schema: &Schema,
+    dn: &str,
+) -> Result<(), DirectoryError> {
     for (name, value) in values {
         let ty = schema
             .attribute_type(name)
@@ -245,7 +265,10 @@ fn push_all(entry: &mut Entry, values: &[(&str, Vec<u8>)], schema: &Schema, dn: 
 /// The entry of a suffix, with the object classes its RDN's type implies.
 fn suffix_entry(text: &str, norm: &NormDn, schema: &Schema) -> Result<Entry, DirectoryError> {
     let dn = Dn::parse(text.as_bytes()).map_err(|e| setup_error(text, e))?;
-    let rdn = dn.rdns.first().ok_or_else(|| setup_error(text, "a suffix cannot be empty"))?;
+    let rdn = dn
+        .rdns
+        .first()
+        .ok_or_else(|| setup_error(text, "a suffix cannot be empty"))?;
     let [ava] = rdn.avas.as_slice() else {
         return Err(setup_error(
             text,

@@ -7,6 +7,8 @@ use larch_model::ModelError;
 use larch_proto::{DecodeError, LdapResult, ResultCode};
 use larch_store::StoreError;
 
+use crate::opattrs::OpAttrsError;
+
 /// An operation's failure as the client will see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpError {
@@ -100,6 +102,17 @@ impl From<DnError> for OpError {
 impl From<StoreError> for OpError {
     fn from(e: StoreError) -> OpError {
         OpError::new(e.result_code(), e.to_string())
+    }
+}
+
+impl From<OpAttrsError> for OpError {
+    /// The server could not set an entry's operational attributes (a schema without one of
+    /// their types, no random bytes for entryUUID): `other`, the client did nothing wrong.
+    fn from(e: OpAttrsError) -> OpError {
+        OpError::new(
+            ResultCode::OTHER,
+            format!("cannot set the operational attributes: {e}"),
+        )
     }
 }
 

@@ -62,7 +62,12 @@ pub fn result_op(response_tag: u8, result: LdapResult<'_>) -> ProtocolOp<'_> {
 }
 
 /// Appends a message carrying `op` and the response controls `controls`.
-pub fn write_message(out: &mut Vec<u8>, message_id: MessageId, op: ProtocolOp<'_>, controls: &[ResponseControl]) {
+pub fn write_message(
+    out: &mut Vec<u8>,
+    message_id: MessageId,
+    op: ProtocolOp<'_>,
+    controls: &[ResponseControl],
+) {
     let raw: Vec<_> = controls.iter().map(ResponseControl::as_control).collect();
     let msg = LdapMessage {
         message_id,
@@ -78,8 +83,18 @@ pub fn write_message(out: &mut Vec<u8>, message_id: MessageId, op: ProtocolOp<'_
 
 /// Appends a response of kind `response_tag` (see [`result_op`]) with result `success`
 /// and `controls`.
-pub fn write_success(out: &mut Vec<u8>, message_id: MessageId, response_tag: u8, controls: &[ResponseControl]) {
-    write_message(out, message_id, result_op(response_tag, LdapResult::success()), controls);
+pub fn write_success(
+    out: &mut Vec<u8>,
+    message_id: MessageId,
+    response_tag: u8,
+    controls: &[ResponseControl],
+) {
+    write_message(
+        out,
+        message_id,
+        result_op(response_tag, LdapResult::success()),
+        controls,
+    );
 }
 
 /// Appends a response of kind `response_tag` (see [`result_op`]) carrying `error`, with

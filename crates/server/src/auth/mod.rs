@@ -1,4 +1,5 @@
 //! Authentication: checking credentials (the userPassword storage schemes in
 //! [`password`]).
 
+pub mod bind;
 pub mod password;

@@ -113,7 +113,11 @@ pub fn generate() -> Result<String, getrandom::Error> {
         let mut b = [0u8; 32];
         getrandom::fill(&mut b)?;
         // Rejection sampling keeps the letters uniform: 248 = 4 * 62.
-        out.extend(b.iter().filter(|&&x| x < 248).map(|&x| ALPHABET[usize::from(x % 62)] as char));
+        out.extend(
+            b.iter()
+                .filter(|&&x| x < 248)
+                .map(|&x| ALPHABET[usize::from(x % 62)] as char),
+        );
     }
     out.truncate(24);
     Ok(out)
@@ -135,11 +139,15 @@ mod tests {
 
     #[test]
     fn every_scheme_round_trips_and_refuses_other_passwords() {
-        for scheme in ["SHA", "SSHA", "SHA256", "SSHA256", "SHA384", "SSHA384", "SHA512", "SSHA512"] {
+        for scheme in [
+            "SHA", "SSHA", "SHA256", "SSHA256", "SHA384", "SSHA384", "SHA512", "SSHA512",
+        ] {
             let stored = hash_with_salt(scheme, b"pw one", b"0123456789abcdef").unwrap();
             assert!(verify(b"pw one", &stored), "{scheme}");
             assert!(!verify(b"pw two", &stored), "{scheme}");
-            let lower = String::from_utf8(stored).unwrap().replacen(scheme, &scheme.to_lowercase(), 1);
+            let lower = String::from_utf8(stored)
+                .unwrap()
+                .replacen(scheme, &scheme.to_lowercase(), 1);
             assert!(verify(b"pw one", lower.as_bytes()), "{scheme} in lower case");
         }
         let h = hash(b"x").unwrap();

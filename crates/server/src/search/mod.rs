@@ -34,10 +34,21 @@
 //! [`Plan::is_indexed`] tells the server whether the search scans its scope, for the
 //! lookthrough limit it puts on unindexed searches.
 
+pub mod class;
+pub mod deref;
+pub mod paged;
 mod planner;
-mod select;
+pub mod referral;
+pub mod run;
 mod scope;
+mod select;
+pub mod sort;
+mod walk;
 
 pub use planner::{plan, Candidates, Plan, MAX_DESCRIPTION_LEN};
 pub use scope::{candidates_in_scope, in_scope, ScopeIter};
 pub use select::{write_partial_attribute, Selection, MAX_SELECTED};
+
+pub use paged::{PagedSearches, MAX_PAGED_SEARCHES};
+pub use referral::referral_above;
+pub use run::{prepare, PreparedSearch, SearchContext};

@@ -99,7 +99,9 @@ impl Selection {
     /// Whether a stored attribute of type `ty` with normalized options `options` is
     /// selected.
     pub fn selects(&self, ty: AttributeTypeId, options: &str, schema: &Schema) -> bool {
-        let operational = schema.attribute_type_by_id(ty).is_some_and(|t| t.is_operational());
+        let operational = schema
+            .attribute_type_by_id(ty)
+            .is_some_and(|t| t.is_operational());
         if (operational && self.all_operational) || (!operational && self.all_user) {
             return true;
         }

@@ -1,0 +1,135 @@
+//! The two entries the server answers without storing them: the root DSE (RFC 4512
+//! section 5.1, [`root`]) and the subschema subentry `cn=Subschema` (RFC 4512 section 4.2,
+//! [`subschema`]).
+//!
+//! Each is built as a [`DseEntry`]: its attributes in the stored form every entry has (so
+//! the search's compiled filter and the assertion control evaluate on it as on any entry),
+//! plus the computed attributes (`entryDN`, `subschemaSubentry`), which, as for stored
+//! entries, are returned when asked for but not matched by filters.
+//!
+//! Which attributes a search returns follows the request's attribute list as for any
+//! entry: user attributes (`objectClass`, `cn`) for an empty list or `*`; operational ones
+//! (all the root DSE's other attributes, the subschema's descriptions) by name or under `+`
+//! (RFC 3673), as OpenLDAP does.
+
+pub mod root;
+pub mod subschema;
+
+use larch_model::entry::{Attribute, Options, StoredEntry, StoredRef};
+use larch_model::filter::CompiledFilter;
+use larch_model::schema::{AttributeTypeId, Schema};
+use larch_proto::SeqOf;
+
+use crate::search::{write_partial_attribute, Selection};
+
+/// The extended operations the server implements, as the root DSE publishes them
+/// (`supportedExtension`): Who am I? (RFC 4532) and Cancel (RFC 3909).
+pub const SUPPORTED_EXTENSIONS: &[&str] = &["1.3.6.1.4.1.4203.1.11.3", "1.3.6.1.1.8"];
+
+/// The features the root DSE publishes (`supportedFeatures`): all operational attributes
+/// by `+` (RFC 3673), absolute true and false filters (RFC 4526), language tag and range
+/// options (RFC 3866), modify-increment (RFC 4525).
+pub const SUPPORTED_FEATURES: &[&str] = &[
+    "1.3.6.1.4.1.4203.1.5.1",
+    "1.3.6.1.4.1.4203.1.5.3",
+    "1.3.6.1.4.1.4203.1.5.4",
+    "1.3.6.1.4.1.4203.1.5.5",
+    "1.3.6.1.1.14",
+];
+
+/// An entry built by the server rather than stored.
+#[derive(Debug, Clone)]
+pub struct DseEntry {
+    /// Its DN.
+    pub dn: String,
+    stored: StoredEntry,
+    computed: Vec<(AttributeTypeId, Vec<u8>)>,
+}
+
+/// Collects attributes by type name; names the schema lacks are left out.
+#[derive(Debug, Default)]
+pub(crate) struct Builder {
+    attrs: Vec<Attribute>,
+    computed: Vec<(AttributeTypeId, Vec<u8>)>,
+}
+
+impl Builder {
+    /// Adds an attribute with `values` (none: nothing added).
+    pub(crate) fn add<V: AsRef<[u8]>>(&mut self, schema: &Schema, name: &str, values: &[V]) {
+        let Some(t) = schema.attribute_type(name) else {
+            return;
+        };
+        if values.is_empty() {
+            return;
+        }
+        self.attrs.push(Attribute {
+            ty: t.id,
+            options: Options::none(),
+            values: values.iter().map(|v| v.as_ref().to_vec()).collect(),
+        });
+    }
+
+    /// Adds a computed attribute's value.
+    pub(crate) fn computed(&mut self, schema: &Schema, name: &str, value: &str) {
+        if let Some(t) = schema.attribute_type(name) {
+            self.computed.push((t.id, value.as_bytes().to_vec()));
+        }
+    }
+
+    /// The entry.
+    pub(crate) fn build(self, dn: &str) -> DseEntry {
+        DseEntry {
+            dn: dn.to_string(),
+            stored: StoredEntry::build(&self.attrs),
+            computed: self.computed,
+        }
+    }
+}
+
+/// Whether the requested attribute list names `ty` or a supertype of it (with any
+/// options).
+fn names_type(requested: SeqOf<'_, &[u8]>, ty: AttributeTypeId, schema: &Schema) -> bool {
+    requested.iter().any(|raw| {
+        larch_model::entry::split_description(raw)
+            .and_then(|(name, _)| schema.attribute_type(name))
+            .is_some_and(|t| schema.is_subtype(ty, t.id))
+    })
+}
+
+impl DseEntry {
+    /// The stored form of its attributes (computed ones excluded).
+    pub fn stored(&self) -> StoredRef<'_> {
+        self.stored.as_ref()
+    }
+
+    /// Whether `filter` is TRUE for the entry.
+    pub fn matches(&self, filter: &CompiledFilter, schema: &Schema) -> bool {
+        let mut scratch = Vec::new();
+        filter.matches(self.stored(), None, schema, &mut scratch)
+    }
+
+    /// Appends the selected attributes as `PartialAttribute` TLVs (the contents of a
+    /// SearchResultEntry's attribute list); `requested` is the request's list, which
+    /// says whether computed attributes were named.
+    pub fn write_attributes(
+        &self,
+        selection: &Selection,
+        requested: SeqOf<'_, &[u8]>,
+        schema: &Schema,
+        types_only: bool,
+        out: &mut Vec<u8>,
+    ) {
+        for a in self.stored().attributes() {
+            if selection.selects(a.ty, a.options, schema) {
+                let name = schema.attribute_type_by_id(a.ty).map_or("", |t| t.name());
+                a.write_ber(name, types_only, out);
+            }
+        }
+        for (ty, value) in &self.computed {
+            if selection.selects(*ty, "", schema) || names_type(requested, *ty, schema) {
+                let name = schema.attribute_type_by_id(*ty).map_or("", |t| t.name());
+                write_partial_attribute(out, name.as_bytes(), std::slice::from_ref(value), types_only);
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The network front end: listeners, connection limits, and orderly shutdown.
+//!
+//! [`run`] binds every `ldap://` URL of `server.listen`, accepts connections (each counted
+//! against the connection limits and served by [`crate::session::serve`] on the tokio
+//! runtime), and on shutdown:
+//! 1. stops accepting and tells every connection to stop reading requests;
+//! 2. waits up to [`SHUTDOWN_GRACE`] for operations in flight to finish (every write
+//!    already handed to the store is answered);
+//! 3. closes whatever is still open (searches still running are abandoned) and returns.
+//!
+//! The caller then closes the store, which writes a snapshot.
+
+pub mod limits;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use larch_proto::exop::notice_with_code;
+use larch_proto::ResultCode;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::directory::Directory;
+use crate::session::inflight::InFlight;
+use crate::session::{self, Closing, ConnectionContext};
+use limits::ConnectionLimits;
+
+/// How long shutdown waits for operations in flight before closing connections.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A listen address could not be bound.
+    #[error("cannot listen on {url}: {source}")]
+    Bind {
+        /// The URL.
+        url: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An `ldaps://` URL without TLS.
+    #[error("cannot listen on {0}: LDAPS needs TLS, which is not configured on this server")]
+    NoTls(String),
+}
+
+/// What shutdown needs of a live connection: its close flag and its operations.
+type LiveConnection = (Arc<Closing>, Arc<InFlight>);
+
+/// Live connections, so that shutdown can close them.
+#[derive(Debug, Default)]
+struct Registry {
+    next: AtomicU64,
+    live: Mutex<HashMap<u64, LiveConnection>>,
+}
+
+impl Registry {
+    fn insert(&self, closing: Arc<Closing>, inflight: Arc<InFlight>) -> u64 {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(key, (closing, inflight));
+        key
+    }
+
+    fn remove(&self, key: u64) {
+        self.lock().remove(&key);
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn close_all(&self) {
+        for (closing, inflight) in self.lock().values() {
+            inflight.abandon_all();
+            closing.close();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, LiveConnection>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Serves `dir` on its configured listen URLs until `shutdown` completes. `ready` is
+/// called with the bound addresses once every listener is up.
+pub async fn run(
+    dir: Arc<Directory>,
+    shutdown: impl Future<Output = ()>,
+    ready: impl FnOnce(&[SocketAddr]),
+) -> Result<(), ServeError> {
+    let mut listeners = Vec::new();
+    for url in &dir.config.server.listen {
+        let text = format!(
+            "{}://{}:{}",
+            if url.tls { "ldaps" } else { "ldap" },
+            url.host,
+            url.port
+        );
+        if url.tls {
+            return Err(ServeError::NoTls(text));
+        }
+        let host = url.host.trim_start_matches('[').trim_end_matches(']');
+        let listener = TcpListener::bind((host, url.port))
+            .await
+            .map_err(|source| ServeError::Bind { url: text, source })?;
+        listeners.push(listener);
+    }
+    let addrs: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+    ready(&addrs);
+
+    let limits = &dir.config.limits;
+    let conn_limits = ConnectionLimits::new(limits.max_connections, limits.max_connections_per_ip);
+    let registry = Arc::new(Registry::default());
+    let (drain_tx, drain_rx) = watch::channel(false);
+    let mut accepters = Vec::new();
+    for listener in listeners {
+        accepters.push(tokio::spawn(accept_loop(
+            listener,
+            dir.clone(),
+            conn_limits.clone(),
+            registry.clone(),
+            drain_rx.clone(),
+        )));
+    }
+    shutdown.await;
+    for a in &accepters {
+        a.abort();
+    }
+    let _ = drain_tx.send(true);
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    while registry.len() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    registry.close_all();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while registry.len() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    dir: Arc<Directory>,
+    limits: Arc<ConnectionLimits>,
+    registry: Arc<Registry>,
+    draining: watch::Receiver<bool>,
+) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(s) => s,
+            // Out of file descriptors and the like: wait a little rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        match limits.admit(peer.ip()) {
+            Ok(slot) => {
+                let closing = Arc::new(Closing::default());
+                let inflight = Arc::new(InFlight::default());
+                let key = registry.insert(closing.clone(), inflight.clone());
+                let ctx = ConnectionContext {
+                    dir: dir.clone(),
+                    draining: draining.clone(),
+                };
+                let registry = registry.clone();
+                tokio::spawn(async move {
+                    session::serve(stream, ctx, closing, inflight).await;
+                    registry.remove(key);
+                    drop(slot);
+                });
+            }
+            Err(refusal) => {
+                tokio::spawn(refuse(stream, refusal.to_string()));
+            }
+        }
+    }
+}
+
+/// Tells a refused client why (a Notice of Disconnection with `busy`) and closes.
+async fn refuse(mut stream: TcpStream, why: String) {
+    let mut out = Vec::new();
+    notice_with_code(ResultCode::BUSY, why.as_bytes()).encode(&mut out);
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out)).await;
+    let _ = stream.shutdown().await;
+}

@@ -1,0 +1,264 @@
+//! Modify DN (RFC 4511 section 4.9): rename an entry, move it under a new superior, or
+//! both; its subtree follows (the store names parents by ID, so children keep their
+//! records and their DNs change with their ancestor's).
+//!
+//! [`prepare_modify_dn`], on the connection, in slapd's order:
+//! 1. the DN, the new RDN (exactly one RDN) and the newSuperior parse
+//!    (`invalidDNSyntax`, 34); each new RDN value is fit to name an entry
+//!    (`namingViolation`, 64, the rules of an Add's RDN);
+//! 2. the root DSE and the subschema subentry cannot be renamed (`unwillingToPerform`, 53);
+//! 3. the new DN may not lie below the entry ("cannot place an entry below itself") nor
+//!    above it (53), as slapd refuses both before any lookup;
+//! 4. the DN lies within a naming context (53); a naming context can be renamed only to
+//!    another configured suffix (53); the new DN must lie within a naming context
+//!    (`affectsMultipleDSAs`, 71, slapd's "cannot rename between DSAs").
+//!
+//! [`apply_modify_dn`], on the writer thread:
+//! 1. the entry exists (`noSuchObject`, 32, with matchedDN) and matches the Assertion
+//!    control (`assertionFailed`, 122);
+//! 2. the new parent exists unless the new DN is a configured suffix (32, with the deepest
+//!    existing ancestor of the new superior as matchedDN); no other entry has the new DN
+//!    (`entryAlreadyExists`, 68; renaming an entry to its own name, e.g. to change the
+//!    case of a value, is allowed);
+//! 3. the new entry is computed on a copy: each value of the new RDN is added unless
+//!    present (under the type's equality rule); with deleteOldRDN each value of the old RDN
+//!    that is not also in the new RDN is removed; the result passes the schema check (an
+//!    attribute not allowed or a MUST attribute left without values: `objectClassViolation`,
+//!    65; a second value of a single-valued type: `constraintViolation`, 19);
+//! 4. modifyTimestamp, modifiersName and entryCSN are updated; the store renames the entry
+//!    in one change; Pre-Read shows it before (old DN), Post-Read after (new DN).
+
+use larch_model::dn::{Ava, Dn, NormDn, Rdn};
+use larch_model::entry::check::check_entry;
+use larch_model::entry::{Entry, Options};
+use larch_model::schema::{AttributeTypeId, Schema};
+use larch_proto::{ModifyDnRequest, ResultCode};
+use larch_store::{Lookup, WriteTxn};
+
+use super::assertion::PreparedAssertion;
+use super::read_entry::ReadControls;
+use super::{
+    check_in_naming_context, check_naming_attributes, check_special, equality_key, find_entry,
+    within_naming_context, Target, WriteContext,
+};
+use crate::controls::{RequestControls, ResponseControl};
+use crate::error::OpError;
+use crate::opattrs::{on_rename, OpStamp};
+
+/// A Modify DN ready for the writer thread.
+#[derive(Debug, Clone)]
+pub struct PreparedModifyDn {
+    dn: Dn,
+    norm: NormDn,
+    new_rdn: Rdn,
+    new_dn: Dn,
+    new_norm: NormDn,
+    delete_old_rdn: bool,
+    /// The new DN is a configured suffix (no parent entry needed).
+    naming_context: bool,
+    assertion: Option<PreparedAssertion>,
+    reads: ReadControls,
+}
+
+impl PreparedModifyDn {
+    /// The normalized DN of the entry to rename.
+    pub fn norm_dn(&self) -> &NormDn {
+        &self.norm
+    }
+
+    /// The normalized DN it will have.
+    pub fn new_norm_dn(&self) -> &NormDn {
+        &self.new_norm
+    }
+}
+
+fn invalid_dn(what: &str, text: &[u8], e: impl std::fmt::Display) -> OpError {
+    OpError::new(
+        ResultCode::INVALID_DN_SYNTAX,
+        format!("invalid {what} `{}`: {e}", String::from_utf8_lossy(text)),
+    )
+}
+
+/// Parses and checks a ModifyDNRequest (see the module documentation).
+pub fn prepare_modify_dn(
+    ctx: &WriteContext<'_>,
+    req: &ModifyDnRequest<'_>,
+    controls: &RequestControls<'_>,
+) -> Result<PreparedModifyDn, OpError> {
+    let dir = ctx.dir;
+    let schema = &*dir.schema;
+    let (dn, norm) = NormDn::parse(req.entry, schema).map_err(|e| invalid_dn("DN", req.entry, e))?;
+    let rdn_dn = Dn::parse(req.new_rdn).map_err(|e| invalid_dn("new RDN", req.new_rdn, e))?;
+    let [new_rdn] = rdn_dn.rdns.as_slice() else {
+        return Err(invalid_dn("new RDN", req.new_rdn, "it must be exactly one RDN"));
+    };
+    let new_rdn = new_rdn.clone();
+    let superior = match req.new_superior {
+        Some(s) => Dn::parse(s).map_err(|e| invalid_dn("newSuperior", s, e))?,
+        None => dn.parent().unwrap_or_default(),
+    };
+    let mut rdns = Vec::with_capacity(superior.rdns.len() + 1);
+    rdns.push(new_rdn.clone());
+    rdns.extend(superior.rdns);
+    let new_dn = Dn { rdns };
+    let new_norm = NormDn::normalize(&new_dn, schema).map_err(|e| {
+        OpError::new(
+            ResultCode::INVALID_DN_SYNTAX,
+            format!("invalid new DN `{new_dn}`: {e}"),
+        )
+    })?;
+    check_naming_attributes(&new_rdn.avas, schema)?;
+    let shown = dn.to_string();
+    check_special(dir, &norm, &shown, Target::Rename)?;
+    if new_norm != norm && new_norm.is_within(&norm) {
+        return Err(OpError::unwilling(format!(
+            "cannot place `{shown}` below itself (new DN `{new_dn}`)"
+        )));
+    }
+    if new_norm.is_ancestor_of(&norm) {
+        return Err(OpError::unwilling(format!(
+            "cannot place `{shown}` above itself (new DN `{new_dn}`)"
+        )));
+    }
+    check_in_naming_context(dir, &norm, &shown)?;
+    let naming_context = dir.suffixes.contains(&new_norm);
+    if dir.suffixes.contains(&norm) && !naming_context {
+        return Err(OpError::unwilling(format!(
+            "cannot rename the naming context `{shown}` to `{new_dn}`: the new DN is not a configured suffix"
+        )));
+    }
+    if !within_naming_context(dir, &new_norm) {
+        return Err(OpError::new(
+            ResultCode::AFFECTS_MULTIPLE_DSAS,
+            format!("cannot rename `{shown}` to `{new_dn}`: the new DN is not within a naming context of this server"),
+        ));
+    }
+    Ok(PreparedModifyDn {
+        dn,
+        norm,
+        new_rdn,
+        new_dn,
+        new_norm,
+        delete_old_rdn: req.delete_old_rdn,
+        naming_context,
+        assertion: PreparedAssertion::new(controls, schema),
+        reads: ReadControls::new(controls, schema, &dir.optypes),
+    })
+}
+
+/// Renames the entry (see the module documentation). Returns the response controls.
+pub fn apply_modify_dn(
+    txn: &mut WriteTxn<'_>,
+    ctx: &WriteContext<'_>,
+    op: PreparedModifyDn,
+) -> Result<Vec<ResponseControl>, OpError> {
+    let dir = ctx.dir;
+    let schema = &*dir.schema;
+    let shown = op.dn.to_string();
+    let new_shown = op.new_dn.to_string();
+    let version = txn.version();
+    let id = find_entry(version, &op.norm, &shown)?;
+    if let Some(a) = &op.assertion {
+        a.check_stored(version, id, &dir.optypes)?;
+    }
+    if !op.naming_context {
+        if let Some(parent) = op.new_norm.parent() {
+            if let Lookup::Missing { matched } = version.lookup(&parent) {
+                let parent_shown = op.new_dn.parent().map(|p| p.to_string()).unwrap_or_default();
+                return Err(OpError {
+                    matched_dn: matched.map(|m| version.dn(m)).unwrap_or_default(),
+                    ..OpError::new(
+                        ResultCode::NO_SUCH_OBJECT,
+                        format!("cannot move `{shown}`: the new superior `{parent_shown}` does not exist"),
+                    )
+                });
+            }
+        }
+    }
+    if version.find(&op.new_norm).is_some_and(|other| other != id) {
+        return Err(OpError::new(
+            ResultCode::ENTRY_ALREADY_EXISTS,
+            format!("cannot rename `{shown}`: entry `{new_shown}` already exists"),
+        ));
+    }
+    let mut controls: Vec<ResponseControl> = op
+        .reads
+        .pre_read(version, id, &dir.optypes)?
+        .into_iter()
+        .collect();
+    let view = version
+        .entry(id)
+        .ok_or_else(|| OpError::no_such_object(&shown, ""))?;
+    // The old RDN as stored (the request may spell it differently; both normalize alike).
+    let old_rdn = Dn::parse(version.dn(id).as_bytes())
+        .ok()
+        .and_then(|d| d.rdns.into_iter().next())
+        .or_else(|| op.dn.rdns.first().cloned());
+    let mut entry = Entry::from_stored(op.new_dn, op.new_norm, view.attrs());
+    let new_keys = rdn_keys(&op.new_rdn.avas, schema)?;
+    for (ty, key, ava) in &new_keys {
+        if find_value(&entry, *ty, key, schema).is_none() {
+            entry.push_value(*ty, &Options::none(), ava.value.clone());
+        }
+    }
+    if op.delete_old_rdn {
+        let old_keys = match &old_rdn {
+            Some(rdn) => rdn_keys(&rdn.avas, schema)?,
+            None => Vec::new(),
+        };
+        for (ty, key, _) in &old_keys {
+            if new_keys.iter().any(|(t, k, _)| t == ty && k == key) {
+                continue;
+            }
+            if let Some(i) = find_value(&entry, *ty, key, schema) {
+                let mut values = entry
+                    .attribute(*ty, &Options::none())
+                    .map(|a| a.values.clone())
+                    .unwrap_or_default();
+                values.remove(i);
+                entry.set_values(*ty, &Options::none(), values);
+            }
+        }
+    }
+    check_entry(&entry, schema)?;
+    on_rename(&mut entry, ctx.identity.dn(), &OpStamp::now(&dir.csn), schema)?;
+    txn.rename(
+        id,
+        &entry.dn,
+        &entry.norm_dn,
+        &entry.to_stored(),
+        op.naming_context,
+    )?;
+    controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes)?);
+    Ok(controls)
+}
+
+/// One AVA of an RDN with its type and equality key.
+type KeyedAva<'a> = (AttributeTypeId, Vec<u8>, &'a Ava);
+
+/// The (type, equality key, AVA) of each AVA of an RDN.
+fn rdn_keys<'a>(avas: &'a [Ava], schema: &Schema) -> Result<Vec<KeyedAva<'a>>, OpError> {
+    avas.iter()
+        .map(|ava| {
+            let invalid = || {
+                OpError::new(
+                    ResultCode::NAMING_VIOLATION,
+                    format!("value of naming attribute `{}` is invalid", ava.attr),
+                )
+            };
+            let t = schema.attribute_type(&ava.attr).ok_or_else(invalid)?;
+            let key = equality_key(schema, t.id, &ava.value).ok_or_else(invalid)?;
+            Ok((t.id, key, ava))
+        })
+        .collect()
+}
+
+/// The position of the value with equality key `key` in the option-less attribute `ty` of
+/// `entry` (the attribute an RDN names, as in slapd).
+fn find_value(entry: &Entry, ty: AttributeTypeId, key: &[u8], schema: &Schema) -> Option<usize> {
+    entry
+        .attribute(ty, &Options::none())?
+        .values
+        .iter()
+        .position(|v| equality_key(schema, ty, v).as_deref() == Some(key))
+}

@@ -1,0 +1,953 @@
+//! The Search operation (RFC 4511 section 4.5) as the server runs it.
+//!
+//! [`prepare`] resolves a request against one directory version and decides everything
+//! that can be decided cheaply; [`PreparedSearch::run`] writes the answer. The connection
+//! runs a small search ([`PreparedSearch::is_small`]) inline and a large one on a worker
+//! thread; a prepared search owns what it needs (the version by `Arc`), so either works.
+//!
+//! Preparing, in steps:
+//! 1. the Simple Paged Results control (RFC 2696): a cookie continues a search kept in the
+//!    connection's [`PagedSearches`] and brings back the version its first page read (see
+//!    `paged`); size 0 with a cookie abandons it; a page size not below the request's own
+//!    size limit is ignored, as RFC 2696 section 3 advises and OpenLDAP does;
+//! 2. the base DN is parsed and normalized (`invalidDNSyntax` 34); the attribute list and
+//!    the filter are compiled once; the sort keys are resolved (`sort`): a critical sort
+//!    control that cannot be honoured ends the search with `unavailableCriticalExtension`
+//!    (12), a non-critical one leaves the results unsorted, and the SortResponse says why;
+//! 3. the empty base with scope base is the root DSE; `cn=Subschema` is the subschema
+//!    subentry (with scope base or subtree it is the one entry in scope; one-level and
+//!    subordinate scopes hold nothing). Both are answered at once (`crate::dse`);
+//! 4. the empty base with another scope searches every naming context (the base is the
+//!    root above them; the root DSE itself is not in the results, RFC 4512 section 5.1).
+//!    OpenLDAP answers noSuchObject there unless a default search base is configured;
+//!    Larch holds all its naming contexts in one store, so it searches them all;
+//! 5. otherwise the base is looked up, following aliases for `derefFindingBaseObj` and
+//!    `derefAlways` (`deref`); without ManageDsaIT, a base at or below a referral entry
+//!    gets `referral` (10) (`referral`); a missing base gets `noSuchObject` (32) with the
+//!    deepest existing ancestor as matchedDN;
+//! 6. the Assertion control (RFC 4528): the base entry must match its filter, else
+//!    `assertionFailed` (122);
+//! 7. the planner gives the candidates (an index set, or the whole scope); without
+//!    ManageDsaIT the referral entries are added to an index set, as they answer every
+//!    search that reaches them (they are read from the `objectClass` equality index; a
+//!    configuration without that index meets a referral entry in an indexed search only
+//!    when the filter's candidates hold it);
+//! 8. limits: the size limit is the smaller of the client's and `limits.size_limit`, the
+//!    time limit likewise (0 from the client means none); the administrator gets the
+//!    client's only, as the rootdn in OpenLDAP. A search whose plan is not indexed gets the
+//!    lookthrough limit: refused at once (`adminLimitExceeded` 11) when the scope is known
+//!    to be larger (one level: the base's child count; the whole directory: its size),
+//!    else counted while scanning (the candidates examined, over all pages).
+//!
+//! Running, in steps:
+//! 1. on a first page, alias dereferencing in searching adds scopes (`deref`) and the
+//!    candidates become a walker (`walk`); a later page resumes the walker it left;
+//! 2. each candidate: a referral entry (without ManageDsaIT) gives a SearchResultReference
+//!    and its subtree is skipped; an alias (when dereferencing in searching) is skipped,
+//!    its target being in a scope of its own; the filter decides the rest (the planner is
+//!    sound, not exact);
+//! 3. with a sort, every match is collected first (at most [`MAX_SORTED_ENTRIES`] for a
+//!    client other than the administrator), sorted, and the sorted list is what pages
+//!    and the size limit cut;
+//! 4. entries are written as SearchResultEntry messages; the sink is flushed every
+//!    [`FLUSH_ENTRIES`] messages or [`FLUSH_BYTES`] octets, and the search stops without a
+//!    SearchResultDone when the sink says so (abandon, cancel, connection gone);
+//! 5. the size limit is exceeded when one more entry matches after the limit was reached
+//!    (`sizeLimitExceeded` 4, after the entries up to it); the time limit is checked every
+//!    [`TIME_CHECK_EVERY`] candidates (`timeLimitExceeded` 3); a page is full when `size`
+//!    entries went out and one more matches, which the next page starts with;
+//! 6. the SearchResultDone carries the paged control (cookie, or empty when the search is
+//!    over; the size estimate is the number of sorted matches, else 0) and the
+//!    SortResponse (success once sorted; the search's own result code when it failed
+//!    before the sort was done, as OpenLDAP's sssvlv reports it).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use larch_model::dn::{Dn, NormDn};
+use larch_model::filter::CompiledFilter;
+use larch_proto::controls::{PagedResults, SortResponse};
+use larch_proto::{
+    op_tag, DerefAliases, MessageId, ProtocolOp, ResultCode, SearchRequest, SearchResultReference,
+    SearchScope, SeqOf,
+};
+use larch_store::idset::IdSet;
+use larch_store::{EntryId, Version};
+
+use super::class::{nearest_in_class, ClassSet, ALIAS_CLASS, REFERRAL_CLASS};
+use super::deref::{alias_scopes, deref_base, BaseLookup};
+use super::paged::{request_hash, PagedSearches};
+use super::referral::{continuation_uris, referral_error};
+use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
+use super::walk::{Candidates, Progress, SetSource, Source, Walker};
+use super::{plan, Candidates as Planned, Selection};
+use crate::controls::{RequestControls, ResponseControl};
+use crate::directory::Directory;
+use crate::dse::root::root_dse;
+use crate::dse::subschema::subschema_entry;
+use crate::dse::DseEntry;
+use crate::error::OpError;
+use crate::identity::Identity;
+use crate::opattrs::{OperationalTypes, SUBSCHEMA_SUBENTRY_DN};
+use crate::response::{write_message, write_result, ResponseSink};
+
+/// A search that examines at most this many candidates is small: the connection runs it
+/// inline, since handing it to a worker thread would cost more than running it.
+pub const SMALL_SEARCH: usize = 64;
+
+/// The sink is flushed after this many messages ...
+pub const FLUSH_ENTRIES: usize = 64;
+
+/// ... or once its buffer holds this many octets, so a large search streams its results
+/// instead of building them all in memory.
+pub const FLUSH_BYTES: usize = 64 * 1024;
+
+/// The time limit and the sink's stop flag are checked every this many candidates (and
+/// every [`FLUSH_ENTRIES`] messages): often enough to stop within a few milliseconds,
+/// rarely enough to cost nothing measurable.
+pub const TIME_CHECK_EVERY: usize = 64;
+
+/// What a search reads: the shared directory, the version it searches, who asks.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchContext<'a> {
+    /// The directory.
+    pub dir: &'a Directory,
+    /// The version to search (a paged search's later pages use their first page's).
+    pub version: &'a Arc<Version>,
+    /// The connection's identity (the administrator gets no server limits).
+    pub identity: &'a Identity,
+}
+
+/// A search resolved and planned, owning everything it needs (`Send + 'static`), so it can
+/// run inline on the connection or on another thread.
+#[derive(Debug)]
+pub struct PreparedSearch {
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// Answered without walking the directory: the root DSE, the subschema subentry, an
+    /// abandoned paged search, a critical sort control that cannot be honoured.
+    Fixed(Fixed),
+    /// A search of the directory.
+    Walk(Box<WalkSearch>),
+}
+
+#[derive(Debug)]
+struct Fixed {
+    /// The entry's DN and encoded attribute list.
+    entry: Option<(String, Vec<u8>)>,
+    result: Result<(), OpError>,
+    controls: Vec<ResponseControl>,
+}
+
+/// A paged search's page size and request hash.
+#[derive(Debug, Clone, Copy)]
+struct PagedRun {
+    size: usize,
+    hash: u64,
+}
+
+/// Everything a directory search needs to run.
+#[derive(Debug)]
+struct WalkSearch {
+    version: Arc<Version>,
+    filter: CompiledFilter,
+    needs_dn: bool,
+    selection: Selection,
+    types_only: bool,
+    /// The request's scope (for the scope of continuation references).
+    request_scope: SearchScope,
+    /// The base and scope (base 0: the root above the naming contexts).
+    first_scope: (EntryId, SearchScope),
+    /// The index candidates; `None` walks the scope.
+    candidates: Option<IdSet>,
+    /// Aliases, when they are dereferenced in searching.
+    aliases: Option<ClassSet>,
+    /// An alias returned as an entry: the base, when it was not dereferenced in finding.
+    keep_alias: Option<EntryId>,
+    /// Referral entries, unless ManageDsaIT.
+    referrals: Option<ClassSet>,
+    size_limit: Option<usize>,
+    time_limit: Option<Duration>,
+    deadline: Option<Instant>,
+    /// The lookthrough limit (unindexed searches only) and the filter's text for its
+    /// message.
+    lookthrough: Option<(usize, String)>,
+    /// The sort keys, or why the (non-critical) sort is not done.
+    sort: Option<Result<Vec<SortKeySpec>, SortFailure>>,
+    paged: Option<PagedRun>,
+    /// A continued paged search.
+    progress: Option<Progress>,
+    admin: bool,
+}
+
+/// Why a search loop stopped early.
+enum Stop {
+    /// End with this result.
+    Fail(OpError),
+    /// The sink asked to stop: no SearchResultDone.
+    Abandon,
+}
+
+/// How the output loop ended.
+enum Outcome {
+    Finished(Result<(), OpError>),
+    /// The page is full; this matching entry starts the next one.
+    PageFull(EntryId),
+    Abandoned,
+}
+
+fn lock(paged: &Mutex<PagedSearches>) -> std::sync::MutexGuard<'_, PagedSearches> {
+    paged.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn paged_control(size: u32, cookie: &[u8]) -> ResponseControl {
+    ResponseControl::typed(&PagedResults { size, cookie })
+}
+
+fn sort_control(code: ResultCode, attribute: Option<&[u8]>) -> ResponseControl {
+    ResponseControl::typed(&SortResponse {
+        result: code,
+        attribute,
+    })
+}
+
+/// The SortResponse for a sort status (success when sorted).
+fn sort_response(
+    sort: &Option<Result<Vec<SortKeySpec>, SortFailure>>,
+    code: ResultCode,
+) -> Option<ResponseControl> {
+    match sort {
+        None => None,
+        Some(Ok(_)) => Some(sort_control(code, None)),
+        Some(Err(f)) => Some(sort_control(f.code, f.attribute.as_deref())),
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The smaller of two optional limits.
+fn min_limit<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Resolves and plans a search (see the module documentation). An error comes back as
+/// `Err`, for the caller to answer with a SearchResultDone, unless the request carries a
+/// sort or paged control: then the SearchResultDone must carry their response controls
+/// (the sortResult mirrors the search's result, as OpenLDAP's sssvlv sends it), and
+/// [`PreparedSearch::run`] writes it.
+pub fn prepare(
+    ctx: &SearchContext<'_>,
+    req: &SearchRequest<'_>,
+    controls: &RequestControls<'_>,
+    paged: &Mutex<PagedSearches>,
+) -> Result<PreparedSearch, OpError> {
+    let e = match prepare_search(ctx, req, controls, paged) {
+        Ok(p) => return Ok(p),
+        Err(e) => e,
+    };
+    let paging = controls
+        .paged
+        .as_ref()
+        .is_some_and(|(p, _)| !p.cookie.is_empty() || req.size_limit == 0 || p.size < req.size_limit);
+    if controls.sort.is_none() && !paging {
+        return Err(e);
+    }
+    let mut response = Vec::new();
+    if controls.sort.is_some() {
+        response.push(sort_control(e.code, None));
+    }
+    if paging {
+        response.push(paged_control(0, &[]));
+    }
+    Ok(fixed(None, Err(e), response))
+}
+
+fn prepare_search(
+    ctx: &SearchContext<'_>,
+    req: &SearchRequest<'_>,
+    controls: &RequestControls<'_>,
+    paged: &Mutex<PagedSearches>,
+) -> Result<PreparedSearch, OpError> {
+    let dir = ctx.dir;
+    let started = Instant::now();
+    let admin = ctx.identity.is_admin();
+    let sort_req = controls.sort.as_ref();
+
+    // Step 1: paging.
+    let mut paging = None;
+    let mut continued = None;
+    if let Some((p, _)) = &controls.paged {
+        let hash = request_hash(req, sort_req.map(|(s, _)| s));
+        if !p.cookie.is_empty() {
+            if p.size == 0 {
+                lock(paged).abandon(p.cookie, hash)?;
+                return Ok(fixed(None, Ok(()), vec![paged_control(0, &[])]));
+            }
+            continued = Some(lock(paged).take(p.cookie, hash)?);
+            paging = Some(PagedRun {
+                size: p.size as usize,
+                hash,
+            });
+        } else if req.size_limit == 0 || p.size < req.size_limit {
+            paging = Some(PagedRun {
+                size: p.size as usize,
+                hash,
+            });
+        }
+    }
+    let version = match &continued {
+        Some(c) => c.version.clone(),
+        None => ctx.version.clone(),
+    };
+    let v = &*version;
+    let schema = v.schema();
+
+    // Step 2: base, attributes, filter, sort keys.
+    let (base_dn, base_norm) = NormDn::parse(req.base, schema).map_err(|e| {
+        OpError::new(
+            ResultCode::INVALID_DN_SYNTAX,
+            format!("invalid base DN `{}`: {e}", lossy(req.base)),
+        )
+    })?;
+    let selection = Selection::parse(req.attributes, schema, &dir.optypes);
+    let filter = CompiledFilter::compile(req.filter, schema);
+    let paged_done = |cookie: &[u8]| paging.map(|_| paged_control(0, cookie));
+    let sort = match sort_req {
+        None => None,
+        Some((s, critical)) => match sort::parse_keys(s, schema) {
+            Ok(keys) => Some(Ok(keys)),
+            Err(f) if *critical => {
+                let mut controls = vec![sort_control(f.code, f.attribute.as_deref())];
+                controls.extend(paged_done(&[]));
+                let e = OpError::new(
+                    ResultCode::UNAVAILABLE_CRITICAL_EXTENSION,
+                    format!("critical sort control cannot be honoured: {}", f.message),
+                );
+                return Ok(fixed(None, Err(e), controls));
+            }
+            Err(f) => Some(Err(f)),
+        },
+    };
+    let assertion = controls.assertion.map(|f| CompiledFilter::compile(f, schema));
+    let assertion_failed = |dn: &str| {
+        OpError::new(
+            ResultCode::ASSERTION_FAILED,
+            format!("the base entry `{dn}` does not match the assertion control's filter"),
+        )
+    };
+
+    // Step 3: the root DSE and the subschema subentry.
+    let dse: Option<(Arc<DseEntry>, bool)> = if base_norm.is_root() && req.scope == SearchScope::Base {
+        Some((Arc::new(root_dse(dir)), true))
+    } else if base_norm.depth() == 1
+        && NormDn::parse(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|(_, n)| n == base_norm)
+    {
+        let in_scope = matches!(req.scope, SearchScope::Base | SearchScope::Subtree);
+        Some((subschema_entry(&v.shared().schema), in_scope))
+    } else {
+        None
+    };
+    if let Some((entry, in_scope)) = dse {
+        if let Some(a) = &assertion {
+            if !entry.matches(a, schema) {
+                return Err(assertion_failed(&entry.dn));
+            }
+        }
+        let answer = (in_scope && entry.matches(&filter, schema)).then(|| {
+            let mut attrs = Vec::new();
+            entry.write_attributes(&selection, req.attributes, schema, req.types_only, &mut attrs);
+            (entry.dn.clone(), attrs)
+        });
+        let mut controls: Vec<ResponseControl> =
+            sort_response(&sort, ResultCode::SUCCESS).into_iter().collect();
+        controls.extend(paged_done(&[]));
+        return Ok(fixed(answer, Ok(()), controls));
+    }
+
+    // Steps 4 and 5: the base.
+    let referrals = if controls.manage_dsa_it {
+        None
+    } else {
+        ClassSet::new(v, REFERRAL_CLASS)
+    };
+    let finding = matches!(
+        req.deref_aliases,
+        DerefAliases::FindingBaseObject | DerefAliases::Always
+    );
+    let searching = matches!(
+        req.deref_aliases,
+        DerefAliases::InSearching | DerefAliases::Always
+    ) && req.scope != SearchScope::Base;
+    let aliases = if finding || searching {
+        ClassSet::new(v, ALIAS_CLASS)
+    } else {
+        None
+    };
+    let base_id = if base_norm.is_root() {
+        if let Some(a) = &assertion {
+            let root = root_dse(dir);
+            if !root.matches(a, schema) {
+                return Err(assertion_failed(""));
+            }
+        }
+        0
+    } else {
+        let base_text = base_dn.to_string();
+        match deref_base(v, aliases.as_ref(), &base_norm, finding)? {
+            BaseLookup::Missing { matched } => {
+                if let (Some(refs), Some(m)) = (&referrals, matched) {
+                    if let Some(r) = nearest_in_class(v, refs, m, 0) {
+                        return Err(referral_error(v, r, Some(&base_text), Some(req.scope)));
+                    }
+                }
+                let matched_dn = matched.map(|m| v.dn(m)).unwrap_or_default();
+                return Err(OpError::no_such_object(&base_text, matched_dn));
+            }
+            BaseLookup::Found(id) => {
+                if let Some(refs) = &referrals {
+                    if let Some(r) = nearest_in_class(v, refs, id, 0) {
+                        return Err(referral_error(v, r, Some(&base_text), Some(req.scope)));
+                    }
+                }
+                // Step 6: the assertion.
+                if let Some(a) = &assertion {
+                    let mut scratch = Vec::new();
+                    let ok = v.entry(id).is_some_and(|e| {
+                        let dn = a
+                            .needs_dn()
+                            .then(|| Dn::parse(v.dn(id).as_bytes()).ok())
+                            .flatten();
+                        a.matches(e.attrs(), dn.as_ref(), schema, &mut scratch)
+                    });
+                    if !ok {
+                        return Err(assertion_failed(&v.dn(id)));
+                    }
+                }
+                id
+            }
+        }
+    };
+
+    // Step 7: candidates.
+    let mut indexed = true;
+    let mut candidates = None;
+    if continued.is_none() && req.scope != SearchScope::Base {
+        let p = plan(req.filter, v, schema);
+        indexed = p.is_indexed();
+        if let Planned::Set(mut set) = p.into_candidates() {
+            if let Some(refs) = referrals.as_ref().and_then(ClassSet::members) {
+                if !refs.is_empty() {
+                    set = set.union(refs);
+                }
+            }
+            candidates = Some(set);
+        }
+    }
+
+    // Step 8: limits.
+    let config = &dir.config.limits;
+    let client_size = (req.size_limit > 0).then_some(req.size_limit as usize);
+    let client_time = (req.time_limit > 0).then(|| Duration::from_secs(u64::from(req.time_limit)));
+    let (size_limit, time_limit) = if admin {
+        (client_size, client_time)
+    } else {
+        (
+            min_limit(client_size, (config.size_limit > 0).then_some(config.size_limit)),
+            min_limit(
+                client_time,
+                (!config.time_limit.is_zero()).then_some(config.time_limit),
+            ),
+        )
+    };
+    let mut lookthrough = None;
+    let unindexed = match &continued {
+        Some(c) => c.progress.counted,
+        None => !indexed,
+    };
+    if !admin && unindexed && config.lookthrough_limit > 0 {
+        let max = config.lookthrough_limit;
+        // The scope's size where it is known without a walk (aliases may add scopes).
+        let known = if continued.is_some() || searching {
+            None
+        } else if req.scope == SearchScope::OneLevel {
+            Some(v.child_count(base_id))
+        } else if base_id == 0 || v.len() <= max {
+            Some(v.len())
+        } else {
+            None
+        };
+        match known {
+            Some(n) if n > max => return Err(lookthrough_error(&req.filter.to_string(), max)),
+            Some(_) => {}
+            None => lookthrough = Some((max, req.filter.to_string())),
+        }
+    }
+
+    let search = WalkSearch {
+        version: version.clone(),
+        needs_dn: filter.needs_dn(),
+        filter,
+        selection,
+        types_only: req.types_only,
+        request_scope: req.scope,
+        first_scope: (base_id, req.scope),
+        candidates,
+        aliases: if searching { aliases } else { None },
+        keep_alias: (searching && !finding).then_some(base_id),
+        referrals,
+        size_limit,
+        time_limit,
+        deadline: time_limit.map(|t| started + t),
+        lookthrough,
+        sort,
+        paged: paging,
+        progress: continued.map(|c| c.progress),
+        admin,
+    };
+    Ok(PreparedSearch {
+        kind: Kind::Walk(Box::new(search)),
+    })
+}
+
+fn lookthrough_error(filter: &str, max: usize) -> OpError {
+    OpError::new(
+        ResultCode::ADMIN_LIMIT_EXCEEDED,
+        format!(
+            "the filter {filter} is not served by an index and the search would examine more than \
+             {max} entries (limits.lookthrough_limit); index its attributes or narrow the scope"
+        ),
+    )
+}
+
+fn fixed(
+    entry: Option<(String, Vec<u8>)>,
+    result: Result<(), OpError>,
+    controls: Vec<ResponseControl>,
+) -> PreparedSearch {
+    PreparedSearch {
+        kind: Kind::Fixed(Fixed {
+            entry,
+            result,
+            controls,
+        }),
+    }
+}
+
+impl PreparedSearch {
+    /// True when the search will look at few entries (base scope, at most
+    /// [`SMALL_SEARCH`] index candidates or children, a page of at most that many sorted
+    /// results), so the connection runs it inline instead of on a worker thread.
+    pub fn is_small(&self) -> bool {
+        let s = match &self.kind {
+            Kind::Fixed(_) => return true,
+            Kind::Walk(s) => s,
+        };
+        if s.first_scope.1 == SearchScope::Base {
+            return true;
+        }
+        if let Some(p) = &s.progress {
+            return match &p.source {
+                Source::Sorted { .. } => s.paged.is_some_and(|p| p.size <= SMALL_SEARCH),
+                Source::Walk(w) => w.remaining_hint().is_some_and(|n| n <= SMALL_SEARCH),
+            };
+        }
+        if s.aliases.as_ref().is_some_and(|a| !a.is_known_empty()) {
+            return false;
+        }
+        match &s.candidates {
+            Some(set) => set.len() <= SMALL_SEARCH,
+            None => {
+                s.first_scope.1 == SearchScope::OneLevel
+                    && s.version.child_count(s.first_scope.0) <= SMALL_SEARCH
+            }
+        }
+    }
+
+    /// Runs the search: writes SearchResultEntry and SearchResultReference messages and
+    /// finally the SearchResultDone (with the paged and sort response controls) to `sink`,
+    /// flushing every [`FLUSH_ENTRIES`] messages or [`FLUSH_BYTES`] octets and stopping
+    /// without a SearchResultDone when `flush` returns false or the sink is stopped. A
+    /// paged search's next page is kept in `paged`.
+    pub fn run(
+        self,
+        dir: &Directory,
+        message_id: MessageId,
+        sink: &mut dyn ResponseSink,
+        paged: &Mutex<PagedSearches>,
+    ) {
+        match self.kind {
+            Kind::Fixed(f) => {
+                if let Some((dn, attrs)) = &f.entry {
+                    larch_proto::encode_search_result_entry(sink.buf(), message_id, dn.as_bytes(), attrs);
+                }
+                write_result(
+                    sink.buf(),
+                    message_id,
+                    op_tag::SEARCH_RESULT_DONE,
+                    &f.result,
+                    &f.controls,
+                );
+                sink.flush();
+            }
+            Kind::Walk(s) => s.run(&dir.optypes, message_id, sink, paged),
+        }
+    }
+}
+
+/// The state of one run.
+struct Run<'a> {
+    s: &'a WalkSearch,
+    v: &'a Version,
+    optypes: &'a OperationalTypes,
+    message_id: MessageId,
+    /// Candidates examined, earlier pages included.
+    examined: usize,
+    /// Messages written by this run.
+    messages: usize,
+    scratch: Vec<u8>,
+    entry_buf: Vec<u8>,
+}
+
+impl Run<'_> {
+    /// The time limit and the sink's stop flag.
+    fn check(&self, sink: &mut dyn ResponseSink) -> Result<(), Stop> {
+        if sink.stopped() {
+            return Err(Stop::Abandon);
+        }
+        if let (Some(deadline), Some(limit)) = (self.s.deadline, self.s.time_limit) {
+            if Instant::now() >= deadline {
+                return Err(Stop::Fail(OpError::new(
+                    ResultCode::TIME_LIMIT_EXCEEDED,
+                    format!("time limit of {} s exceeded", limit.as_secs()),
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// After each message: the stop flag, and a flush when due.
+    fn after_message(&mut self, sink: &mut dyn ResponseSink) -> Result<(), Stop> {
+        self.messages += 1;
+        if sink.stopped() {
+            return Err(Stop::Abandon);
+        }
+        if self.messages % FLUSH_ENTRIES == 0 {
+            self.check(sink)?;
+        }
+        if (self.messages % FLUSH_ENTRIES == 0 || sink.buf().len() >= FLUSH_BYTES) && !sink.flush() {
+            return Err(Stop::Abandon);
+        }
+        Ok(())
+    }
+
+    fn emit_entry(&mut self, id: EntryId, sink: &mut dyn ResponseSink) -> Result<(), Stop> {
+        let s = self.s;
+        let dn = self.v.dn(id);
+        s.selection.write_entry(
+            sink.buf(),
+            &mut self.entry_buf,
+            self.message_id,
+            &dn,
+            self.v,
+            id,
+            self.optypes,
+            s.types_only,
+        );
+        self.after_message(sink)
+    }
+
+    fn emit_reference(&mut self, id: EntryId, sink: &mut dyn ResponseSink) -> Result<(), Stop> {
+        let uris = continuation_uris(self.v, id, self.s.request_scope);
+        if uris.is_empty() {
+            return Ok(());
+        }
+        let raw: Vec<&[u8]> = uris.iter().map(|u| u.as_bytes()).collect();
+        let op = ProtocolOp::SearchResultReference(SearchResultReference {
+            uris: SeqOf::from_items(&raw),
+        });
+        write_message(sink.buf(), self.message_id, op, &[]);
+        self.after_message(sink)
+    }
+
+    /// The next candidate that matches the filter (`None`: no more).
+    fn pull(
+        &mut self,
+        src: &mut dyn Candidates,
+        sink: &mut dyn ResponseSink,
+    ) -> Result<Option<EntryId>, Stop> {
+        let s = self.s;
+        let v = self.v;
+        let schema = v.schema();
+        loop {
+            let Some(id) = src.next_id(v) else { return Ok(None) };
+            self.examined += 1;
+            if let Some((max, text)) = &s.lookthrough {
+                if self.examined > *max {
+                    return Err(Stop::Fail(lookthrough_error(text, *max)));
+                }
+            }
+            if self.examined % TIME_CHECK_EVERY == 0 {
+                self.check(sink)?;
+            }
+            let Some(entry) = v.entry(id) else { continue };
+            if let Some(refs) = s.referrals.as_ref().filter(|r| !r.is_known_empty()) {
+                if !src.walks_tree()
+                    && entry.parent() != 0
+                    && nearest_in_class(v, refs, entry.parent(), 0).is_some()
+                {
+                    continue;
+                }
+                if refs.contains(v, id) {
+                    src.prune();
+                    if s.request_scope != SearchScope::Base {
+                        self.emit_reference(id, sink)?;
+                    }
+                    continue;
+                }
+            }
+            if let Some(aliases) = &s.aliases {
+                if s.keep_alias != Some(id) && !aliases.is_known_empty() && aliases.contains(v, id) {
+                    continue;
+                }
+            }
+            let dn = if s.needs_dn {
+                Dn::parse(v.dn(id).as_bytes()).ok()
+            } else {
+                None
+            };
+            if s.filter
+                .matches(entry.attrs(), dn.as_ref(), schema, &mut self.scratch)
+            {
+                return Ok(Some(id));
+            }
+        }
+    }
+
+    /// Writes matches from `next` until the end, a limit or a full page.
+    fn output(
+        &mut self,
+        sink: &mut dyn ResponseSink,
+        returned: &mut usize,
+        mut next: impl FnMut(&mut Self, &mut dyn ResponseSink) -> Result<Option<EntryId>, Stop>,
+    ) -> Outcome {
+        let s = self.s;
+        let mut page = 0usize;
+        loop {
+            match next(self, sink) {
+                Ok(Some(id)) => {
+                    if let Some(limit) = s.size_limit {
+                        if *returned >= limit {
+                            return Outcome::Finished(Err(OpError::new(
+                                ResultCode::SIZE_LIMIT_EXCEEDED,
+                                format!("size limit of {limit} entries exceeded"),
+                            )));
+                        }
+                    }
+                    if s.paged.is_some_and(|p| page >= p.size) {
+                        return Outcome::PageFull(id);
+                    }
+                    if let Err(stop) = self.emit_entry(id, sink) {
+                        return match stop {
+                            Stop::Abandon => Outcome::Abandoned,
+                            Stop::Fail(e) => Outcome::Finished(Err(e)),
+                        };
+                    }
+                    *returned += 1;
+                    page += 1;
+                }
+                Ok(None) => return Outcome::Finished(Ok(())),
+                Err(Stop::Fail(e)) => return Outcome::Finished(Err(e)),
+                Err(Stop::Abandon) => return Outcome::Abandoned,
+            }
+        }
+    }
+}
+
+/// Calls `f` with the walker as the source of candidates; an index set the walk has not
+/// started is iterated in place (no copy) unless the walk must be resumable (paged).
+fn with_candidates<R>(w: &mut Walker, resumable: bool, f: impl FnOnce(&mut dyn Candidates) -> R) -> R {
+    if !resumable {
+        if let Some(set) = w.take_set() {
+            let mut src = SetSource {
+                it: set.iter(),
+                scopes: &w.scopes,
+            };
+            return f(&mut src);
+        }
+    }
+    f(w)
+}
+
+impl WalkSearch {
+    fn run(
+        mut self: Box<Self>,
+        optypes: &OperationalTypes,
+        message_id: MessageId,
+        sink: &mut dyn ResponseSink,
+        paged: &Mutex<PagedSearches>,
+    ) {
+        let version = self.version.clone();
+        let v = &*version;
+        let progress = match self.progress.take() {
+            Some(p) => Ok(p),
+            None => {
+                let scopes = match &self.aliases {
+                    Some(aliases) => alias_scopes(v, aliases, self.first_scope),
+                    None => Ok(vec![self.first_scope]),
+                };
+                scopes.map(|scopes| Progress {
+                    source: Source::Walk(Walker::new(scopes, self.candidates.take())),
+                    returned: 0,
+                    examined: 0,
+                    counted: self.lookthrough.is_some(),
+                })
+            }
+        };
+        let s = &*self;
+        let mut progress = match progress {
+            Ok(p) => p,
+            Err(e) => {
+                let code = e.code;
+                return s.finish(sink, message_id, Err(e), None, 0, code);
+            }
+        };
+        let mut run = Run {
+            s,
+            v,
+            optypes,
+            message_id,
+            examined: progress.examined,
+            messages: 0,
+            scratch: Vec::new(),
+            entry_buf: Vec::new(),
+        };
+        if let Err(stop) = run.check(sink) {
+            return match stop {
+                Stop::Abandon => {}
+                Stop::Fail(e) => {
+                    let code = e.code;
+                    s.finish(sink, message_id, Err(e), None, 0, code)
+                }
+            };
+        }
+
+        // Step 3: collect and sort.
+        if let (Some(Ok(keys)), Source::Walk(w)) = (&s.sort, &mut progress.source) {
+            let collected = with_candidates(w, false, |src| {
+                let mut ids = Vec::new();
+                loop {
+                    match run.pull(src, sink) {
+                        Ok(Some(id)) => {
+                            ids.push(id);
+                            if !s.admin && ids.len() > MAX_SORTED_ENTRIES {
+                                return Err(Stop::Fail(OpError::new(
+                                    ResultCode::ADMIN_LIMIT_EXCEEDED,
+                                    format!("more than {MAX_SORTED_ENTRIES} entries to sort"),
+                                )));
+                            }
+                        }
+                        Ok(None) => return Ok(ids),
+                        Err(stop) => return Err(stop),
+                    }
+                }
+            });
+            let mut ids = match collected {
+                Ok(ids) => ids,
+                Err(Stop::Abandon) => return,
+                Err(Stop::Fail(e)) => {
+                    let code = e.code;
+                    return s.finish(sink, message_id, Err(e), None, 0, code);
+                }
+            };
+            sort::sort_ids(v, &mut ids, keys);
+            progress.source = Source::Sorted { ids, pos: 0 };
+        }
+
+        // Step 4: output.
+        let mut returned = progress.returned;
+        let outcome = match &mut progress.source {
+            Source::Sorted { ids, pos } => {
+                let outcome = run.output(sink, &mut returned, |_, _| {
+                    let id = ids.get(*pos).copied();
+                    *pos += usize::from(id.is_some());
+                    Ok(id)
+                });
+                if matches!(outcome, Outcome::PageFull(_)) {
+                    *pos -= 1;
+                }
+                outcome
+            }
+            Source::Walk(w) => {
+                let mut pending = w.pending.take();
+                let outcome = with_candidates(w, s.paged.is_some(), |src| {
+                    run.output(sink, &mut returned, |run, sink| match pending.take() {
+                        Some(id) => Ok(Some(id)),
+                        None => run.pull(src, sink),
+                    })
+                });
+                if let Outcome::PageFull(id) = outcome {
+                    w.pending = Some(id);
+                }
+                outcome
+            }
+        };
+        let estimate = match &progress.source {
+            Source::Sorted { ids, .. } => u32::try_from(ids.len()).unwrap_or(u32::MAX),
+            Source::Walk(_) => 0,
+        };
+        // The sort, when asked for, was done.
+        let sort_code = ResultCode::SUCCESS;
+        match outcome {
+            Outcome::Abandoned => {}
+            Outcome::Finished(result) => s.finish(sink, message_id, result, None, estimate, sort_code),
+            Outcome::PageFull(_) => {
+                let Some(p) = s.paged else { return };
+                progress.returned = returned;
+                progress.examined = run.examined;
+                let cookie = lock(paged).put(p.hash, version.clone(), progress);
+                s.finish(sink, message_id, Ok(()), Some(&cookie), estimate, sort_code);
+            }
+        }
+    }
+
+    /// Writes the SearchResultDone with the response controls and flushes; `sort_code` is
+    /// the sortResult when the sort was asked for and could be done.
+    fn finish(
+        &self,
+        sink: &mut dyn ResponseSink,
+        message_id: MessageId,
+        result: Result<(), OpError>,
+        cookie: Option<&[u8]>,
+        estimate: u32,
+        sort_code: ResultCode,
+    ) {
+        let mut controls: Vec<ResponseControl> = sort_response(&self.sort, sort_code).into_iter().collect();
+        if self.paged.is_some() {
+            controls.push(paged_control(estimate, cookie.unwrap_or(&[])));
+        }
+        write_result(
+            sink.buf(),
+            message_id,
+            op_tag::SEARCH_RESULT_DONE,
+            &result,
+            &controls,
+        );
+        sink.flush();
+    }
+}
+
+/// Prepared searches and paged state cross threads.
+const _: () = {
+    const fn send<T: Send + 'static>() {}
+    send::<PreparedSearch>();
+    send::<PagedSearches>();
+};

@@ -1,0 +1,548 @@
+//! Dispatching one decoded request: controls, the operation, its response(s).
+
+use std::sync::Arc;
+
+use larch_model::dn::NormDn;
+use larch_proto::ber::{tag, Reader};
+use larch_proto::exop::{
+    self, notice_of_disconnection as notice, CancelRequest, ExtendedValue, WhoAmIResponse,
+};
+use larch_proto::{
+    op_tag, BindResponse, DecodeError, ExtendedRequest, ExtendedResponse, LdapMessage, LdapResult, MessageId,
+    ProtocolOp, ResultCode,
+};
+use larch_store::{StoreError, WriteTxn};
+
+use super::inflight::{OpClass, OpGuard, StopRequest};
+use super::Session;
+use crate::auth::bind::bind;
+use crate::controls::{OpKind, RequestControls, ResponseControl};
+use crate::error::OpError;
+use crate::identity::Identity;
+use crate::ops::{self, WriteContext};
+use crate::response::{write_error, write_message, write_success, ResponseSink};
+use crate::search::referral::referral_above;
+use crate::search::{self, SearchContext};
+
+/// Octets a search on a worker thread gathers before handing them to the writer.
+pub const SEARCH_FLUSH_BYTES: usize = 64 * 1024;
+
+/// Appends a Notice of Disconnection (`protocolError`) with `why`.
+pub(super) fn notice_of_disconnection(out: &mut Vec<u8>, why: &str) {
+    notice(why.as_bytes()).encode(out);
+}
+
+/// The response tag that answers a request tag, for requests that have one.
+fn response_tag(request: u8) -> Option<u8> {
+    use op_tag::*;
+    Some(match request {
+        BIND_REQUEST => BIND_RESPONSE,
+        SEARCH_REQUEST => SEARCH_RESULT_DONE,
+        MODIFY_REQUEST => MODIFY_RESPONSE,
+        ADD_REQUEST => ADD_RESPONSE,
+        DEL_REQUEST => DEL_RESPONSE,
+        MODIFY_DN_REQUEST => MODIFY_DN_RESPONSE,
+        COMPARE_REQUEST => COMPARE_RESPONSE,
+        EXTENDED_REQUEST => EXTENDED_RESPONSE,
+        _ => return None,
+    })
+}
+
+/// The message ID and operation tag of a PDU whose envelope is readable.
+fn envelope(pdu: &[u8]) -> Option<(MessageId, u8)> {
+    let mut r = Reader::new(pdu);
+    let mut m = r.read_constructed(tag::SEQUENCE, "LDAPMessage").ok()?;
+    let id = m.read_integer(tag::INTEGER, "LDAPMessage.messageID").ok()?;
+    let id = MessageId::try_from(id).ok().filter(|id| *id >= 0)?;
+    Some((id, m.peek_tag()?))
+}
+
+/// Appends a response of any kind carrying `error`.
+fn write_op_error(out: &mut Vec<u8>, id: MessageId, response: u8, error: &OpError) {
+    match response {
+        op_tag::BIND_RESPONSE => error.with_result(|result| {
+            write_message(
+                out,
+                id,
+                ProtocolOp::BindResponse(BindResponse {
+                    result,
+                    server_sasl_creds: None,
+                }),
+                &[],
+            )
+        }),
+        op_tag::EXTENDED_RESPONSE => error.with_result(|result| {
+            write_message(
+                out,
+                id,
+                ProtocolOp::ExtendedResponse(ExtendedResponse {
+                    result,
+                    name: None,
+                    value: None,
+                }),
+                &[],
+            )
+        }),
+        _ => write_error(out, id, response, error, &[]),
+    }
+}
+
+/// A PDU that frames but does not decode: the operation's error response when its
+/// envelope (message ID and operation) is readable, else a Notice of Disconnection.
+pub(super) fn undecodable(session: &mut Session, pdu: &[u8], e: DecodeError, out: &mut Vec<u8>) {
+    match envelope(pdu) {
+        Some((id, op)) if id > 0 => match response_tag(op) {
+            Some(response) => {
+                let error = OpError::protocol(format!(
+                    "the {} cannot be decoded: {e}",
+                    larch_proto::op_name(op).unwrap_or("request")
+                ));
+                write_op_error(out, id, response, &error);
+            }
+            // Abandon: nothing to answer. Unbind: the client is leaving anyway.
+            None if op == op_tag::ABANDON_REQUEST => {}
+            None => {
+                notice_of_disconnection(out, &format!("message {id}: {e}"));
+                session.stop_reading = true;
+            }
+        },
+        _ => {
+            notice_of_disconnection(out, &format!("the request cannot be decoded: {e}"));
+            session.stop_reading = true;
+        }
+    }
+}
+
+/// Collects an inline operation's responses into the read's output buffer.
+struct InlineSink<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl ResponseSink for InlineSink<'_> {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        self.out
+    }
+    fn flush(&mut self) -> bool {
+        true
+    }
+    fn stopped(&self) -> bool {
+        false
+    }
+}
+
+/// Sends a search's responses from a worker thread, waiting while the client is slow.
+struct ChannelSink {
+    buf: Vec<u8>,
+    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
+    guard: OpGuard,
+    gone: bool,
+}
+
+impl ResponseSink for ChannelSink {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+    fn flush(&mut self) -> bool {
+        if self.buf.len() >= SEARCH_FLUSH_BYTES {
+            let chunk = std::mem::take(&mut self.buf);
+            if self.tx.blocking_send(chunk).is_err() {
+                self.gone = true;
+            }
+        }
+        !self.stopped()
+    }
+    fn stopped(&self) -> bool {
+        let stop = self.gone || self.guard.state().stopped();
+        if stop {
+            self.guard.state().note_seen_stop();
+        }
+        stop
+    }
+}
+
+impl Session {
+    /// Runs one decoded request.
+    pub(super) async fn dispatch(&mut self, msg: LdapMessage<'_>, out: &mut Vec<u8>) {
+        let id = msg.message_id;
+        if id == 0 {
+            notice_of_disconnection(out, "message ID 0 is reserved for unsolicited notifications");
+            self.stop_reading = true;
+            return;
+        }
+        match msg.op {
+            ProtocolOp::BindRequest(req) => {
+                // Bind is a barrier: wait until nothing is in flight.
+                let all = self.permits.clone().acquire_many_owned(self.max_ops).await;
+                let result = RequestControls::parse(msg.controls, OpKind::Bind).and_then(|_| {
+                    let version = self.reader.current();
+                    bind(&self.dir, version, &req)
+                });
+                drop(all);
+                self.paged_reset();
+                match result {
+                    Ok(identity) => {
+                        self.identity = Arc::new(identity);
+                        write_message(
+                            out,
+                            id,
+                            ProtocolOp::BindResponse(BindResponse {
+                                result: LdapResult::success(),
+                                server_sasl_creds: None,
+                            }),
+                            &[],
+                        );
+                    }
+                    Err(e) => {
+                        self.identity = Arc::new(Identity::Anonymous);
+                        write_op_error(out, id, op_tag::BIND_RESPONSE, &e);
+                    }
+                }
+            }
+            ProtocolOp::UnbindRequest => {
+                self.inflight.abandon_all();
+                self.stop_reading = true;
+            }
+            ProtocolOp::AbandonRequest(req) => {
+                if let Some(op) = self.inflight.get(req.message_id) {
+                    op.request(StopRequest::Abandon);
+                }
+            }
+            ProtocolOp::SearchRequest(req) => {
+                let controls = match RequestControls::parse(msg.controls, OpKind::Search) {
+                    Ok(c) => c,
+                    Err(e) => return write_error(out, id, op_tag::SEARCH_RESULT_DONE, &e, &[]),
+                };
+                let version = self.reader.current().clone();
+                let ctx = SearchContext {
+                    dir: &self.dir,
+                    version: &version,
+                    identity: &self.identity,
+                };
+                let prepared = match search::prepare(&ctx, &req, &controls, &self.paged) {
+                    Ok(p) => p,
+                    Err(e) => return write_error(out, id, op_tag::SEARCH_RESULT_DONE, &e, &[]),
+                };
+                if prepared.is_small() {
+                    prepared.run(&self.dir, id, &mut InlineSink { out }, &self.paged);
+                    return;
+                }
+                let Ok(permit) = self.permits.clone().acquire_owned().await else {
+                    return;
+                };
+                let guard = self.inflight.register(id, OpClass::Search);
+                let (dir, paged, tx) = (self.dir.clone(), self.paged.clone(), self.out_tx.clone());
+                tokio::task::spawn_blocking(move || {
+                    let mut sink = ChannelSink {
+                        buf: Vec::new(),
+                        tx,
+                        guard,
+                        gone: false,
+                    };
+                    prepared.run(&dir, id, &mut sink, &paged);
+                    // A search that saw a stop request wrote no SearchResultDone.
+                    let state = sink.guard.state().clone();
+                    if state.seen_stop() && state.stop_request() == StopRequest::Cancel {
+                        let e = OpError::new(ResultCode::CANCELED, "the search was canceled");
+                        write_error(&mut sink.buf, id, op_tag::SEARCH_RESULT_DONE, &e, &[]);
+                        state.mark_canceled();
+                    }
+                    if !sink.buf.is_empty() && !sink.gone {
+                        let _ = sink.tx.blocking_send(std::mem::take(&mut sink.buf));
+                    }
+                    drop(sink);
+                    drop(permit);
+                });
+            }
+            ProtocolOp::CompareRequest(req) => {
+                let result = RequestControls::parse(msg.controls, OpKind::Compare).and_then(|controls| {
+                    let version = self.reader.current();
+                    if !controls.manage_dsa_it {
+                        if let Ok((_, norm)) = NormDn::parse(req.entry, &*self.dir.schema) {
+                            if let Some(e) =
+                                referral_above(version, &norm, &String::from_utf8_lossy(req.entry))
+                            {
+                                return Err(e);
+                            }
+                        }
+                    }
+                    ops::compare::compare(&self.dir, version, &self.identity, &req, &controls)
+                });
+                let done = match result {
+                    Ok(true) => OpError::new(ResultCode::COMPARE_TRUE, ""),
+                    Ok(false) => OpError::new(ResultCode::COMPARE_FALSE, ""),
+                    Err(e) => e,
+                };
+                write_error(out, id, op_tag::COMPARE_RESPONSE, &done, &[]);
+            }
+            ProtocolOp::AddRequest(req) => {
+                let prepared = self.prepare_write(
+                    msg.controls,
+                    OpKind::Add,
+                    req.entry,
+                    |ctx, c| ops::add::prepare_add(ctx, &req, c),
+                    |p| &p.entry().norm_dn,
+                );
+                match prepared {
+                    Ok(p) => {
+                        self.submit(id, op_tag::ADD_RESPONSE, move |txn, ctx| {
+                            ops::add::apply_add(txn, ctx, p)
+                        })
+                        .await
+                    }
+                    Err(e) => write_error(out, id, op_tag::ADD_RESPONSE, &e, &[]),
+                }
+            }
+            ProtocolOp::DelRequest(req) => {
+                let prepared = self.prepare_write(
+                    msg.controls,
+                    OpKind::Delete,
+                    req.dn,
+                    |ctx, c| ops::delete::prepare_delete(ctx, &req, c),
+                    |p| p.norm_dn(),
+                );
+                match prepared {
+                    Ok(p) => {
+                        self.submit(id, op_tag::DEL_RESPONSE, move |txn, ctx| {
+                            ops::delete::apply_delete(txn, ctx, p)
+                        })
+                        .await
+                    }
+                    Err(e) => write_error(out, id, op_tag::DEL_RESPONSE, &e, &[]),
+                }
+            }
+            ProtocolOp::ModifyRequest(req) => {
+                let prepared = self.prepare_write(
+                    msg.controls,
+                    OpKind::Modify,
+                    req.object,
+                    |ctx, c| ops::modify::prepare_modify(ctx, &req, c),
+                    |p| p.norm_dn(),
+                );
+                match prepared {
+                    Ok(p) => {
+                        self.submit(id, op_tag::MODIFY_RESPONSE, move |txn, ctx| {
+                            ops::modify::apply_modify(txn, ctx, p)
+                        })
+                        .await
+                    }
+                    Err(e) => write_error(out, id, op_tag::MODIFY_RESPONSE, &e, &[]),
+                }
+            }
+            ProtocolOp::ModifyDnRequest(req) => {
+                let prepared = self.prepare_write(
+                    msg.controls,
+                    OpKind::ModifyDn,
+                    req.entry,
+                    |ctx, c| ops::modify_dn::prepare_modify_dn(ctx, &req, c),
+                    |p| p.norm_dn(),
+                );
+                match prepared {
+                    Ok(p) => {
+                        self.submit(id, op_tag::MODIFY_DN_RESPONSE, move |txn, ctx| {
+                            ops::modify_dn::apply_modify_dn(txn, ctx, p)
+                        })
+                        .await
+                    }
+                    Err(e) => write_error(out, id, op_tag::MODIFY_DN_RESPONSE, &e, &[]),
+                }
+            }
+            ProtocolOp::ExtendedRequest(req) => self.extended(id, req, msg, out),
+            other => {
+                notice_of_disconnection(
+                    out,
+                    &format!("message {id}: a client may not send a {}", other.name()),
+                );
+                self.stop_reading = true;
+            }
+        }
+    }
+
+    /// Controls of a write, and the interim access rule: anonymous clients may not write
+    /// (`insufficientAccessRights`, 50).
+    fn write_preamble<'a>(
+        &self,
+        controls: Option<larch_proto::SeqOf<'a, larch_proto::controls::Control<'a>>>,
+        kind: OpKind,
+    ) -> Result<RequestControls<'a>, OpError> {
+        let controls = RequestControls::parse(controls, kind)?;
+        if !self.identity.is_authenticated() {
+            return Err(OpError::new(
+                ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
+                "anonymous clients may not modify the directory; bind first",
+            ));
+        }
+        Ok(controls)
+    }
+
+    /// The common steps of a write before it goes to the store: its controls, the interim
+    /// access rule, `prepare` on this connection, and (without ManageDsaIT) a `referral`
+    /// (10) when the target DN is or lies below a referral entry.
+    fn prepare_write<'m, P>(
+        &mut self,
+        controls: Option<larch_proto::SeqOf<'m, larch_proto::controls::Control<'m>>>,
+        kind: OpKind,
+        dn_text: &[u8],
+        prepare: impl FnOnce(&WriteContext<'_>, &RequestControls<'m>) -> Result<P, OpError>,
+        target: impl FnOnce(&P) -> &NormDn,
+    ) -> Result<P, OpError> {
+        let controls = self.write_preamble(controls, kind)?;
+        let ctx = WriteContext {
+            dir: &self.dir,
+            identity: &self.identity,
+        };
+        let prepared = prepare(&ctx, &controls)?;
+        if !controls.manage_dsa_it {
+            let version = self.reader.current();
+            if let Some(e) = referral_above(version, target(&prepared), &String::from_utf8_lossy(dn_text)) {
+                return Err(e);
+            }
+        }
+        Ok(prepared)
+    }
+
+    /// Hands a write to the store's writer; its response is sent when it is durable.
+    async fn submit<F>(&mut self, id: MessageId, response: u8, apply: F)
+    where
+        F: FnOnce(&mut WriteTxn<'_>, &WriteContext<'_>) -> Result<Vec<ResponseControl>, OpError>
+            + Send
+            + 'static,
+    {
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+            return;
+        };
+        let guard = self.inflight.register(id, OpClass::Write);
+        let dir = self.dir.clone();
+        let identity = self.identity.clone();
+        let tx = self.done_tx.clone();
+        let store = self.dir.store.clone();
+        store.submit(
+            move |txn| {
+                let ctx = WriteContext {
+                    dir: &dir,
+                    identity: &identity,
+                };
+                apply(txn, &ctx)
+            },
+            move |settled: Result<Result<Vec<ResponseControl>, OpError>, StoreError>| {
+                let result = settled.unwrap_or_else(|e| Err(OpError::from(e)));
+                if guard.state().stop_request() != StopRequest::Abandon {
+                    let mut out = Vec::new();
+                    match &result {
+                        Ok(controls) => write_success(&mut out, id, response, controls),
+                        Err(e) => write_error(&mut out, id, response, e, &[]),
+                    }
+                    let _ = tx.send(out);
+                }
+                drop(guard);
+                drop(permit);
+            },
+        );
+    }
+
+    /// Extended operations: WhoAmI, Cancel; StartTLS is refused until TLS is configured;
+    /// any other OID is a `protocolError` naming it.
+    fn extended(&mut self, id: MessageId, req: ExtendedRequest<'_>, msg: LdapMessage<'_>, out: &mut Vec<u8>) {
+        if let Err(e) = RequestControls::parse(msg.controls, OpKind::Extended) {
+            return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
+        }
+        let name = String::from_utf8_lossy(req.name);
+        match &*name {
+            exop::WHO_AM_I => {
+                if req.value.is_some() {
+                    let e = OpError::protocol("the WhoAmI request carries no value (RFC 4532)");
+                    return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
+                }
+                let authz = self.identity.authz_id();
+                let mut value = Vec::new();
+                WhoAmIResponse {
+                    authz_id: authz.as_bytes(),
+                }
+                .encode_value(&mut value);
+                write_message(
+                    out,
+                    id,
+                    ProtocolOp::ExtendedResponse(ExtendedResponse {
+                        result: LdapResult::success(),
+                        name: None,
+                        value: Some(&value),
+                    }),
+                    &[],
+                );
+            }
+            exop::CANCEL => match CancelRequest::decode_value(req.value) {
+                Err(e) => write_op_error(
+                    out,
+                    id,
+                    op_tag::EXTENDED_RESPONSE,
+                    &OpError::protocol(format!("Cancel: {e}")),
+                ),
+                Ok(cancel) => self.cancel(id, cancel.cancel_id, out),
+            },
+            exop::START_TLS => write_op_error(
+                out,
+                id,
+                op_tag::EXTENDED_RESPONSE,
+                &OpError::new(
+                    ResultCode::UNAVAILABLE,
+                    "StartTLS: TLS is not configured on this server",
+                ),
+            ),
+            _ => write_op_error(
+                out,
+                id,
+                op_tag::EXTENDED_RESPONSE,
+                &OpError::protocol(format!("extended operation {name} is not supported")),
+            ),
+        }
+    }
+
+    /// Cancel (RFC 3909): asks operation `target` to stop and answers once it has.
+    fn cancel(&mut self, id: MessageId, target: MessageId, out: &mut Vec<u8>) {
+        let Some(op) = self.inflight.get(target) else {
+            let e = OpError::new(
+                ResultCode::NO_SUCH_OPERATION,
+                format!("no operation with message ID {target} is in progress"),
+            );
+            return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
+        };
+        if op.class == OpClass::Write {
+            // A write handed to the store commits or fails as a whole.
+            op.request(StopRequest::None);
+        } else {
+            op.request(StopRequest::Cancel);
+        }
+        let tx = self.done_tx.clone();
+        tokio::spawn(async move {
+            op.finished().await;
+            let result = if op.canceled() {
+                Ok(())
+            } else {
+                Err(OpError::new(
+                    ResultCode::TOO_LATE,
+                    format!("operation {target} completed before it could be canceled"),
+                ))
+            };
+            let mut out = Vec::new();
+            match result {
+                Ok(()) => write_message(
+                    &mut out,
+                    id,
+                    ProtocolOp::ExtendedResponse(ExtendedResponse {
+                        result: LdapResult::success(),
+                        name: None,
+                        value: None,
+                    }),
+                    &[],
+                ),
+                Err(e) => write_op_error(&mut out, id, op_tag::EXTENDED_RESPONSE, &e),
+            }
+            let _ = tx.send(out);
+        });
+    }
+
+    /// Forgets paged searches (after a bind, pages belong to the old identity).
+    fn paged_reset(&mut self) {
+        let mut p = self.paged.lock().unwrap_or_else(|e| e.into_inner());
+        *p = Default::default();
+    }
+}

@@ -1,0 +1,221 @@
+//! One client connection: reading requests, running them, and sending the responses.
+//!
+//! How a connection works:
+//! 1. the reading side reads as much as the socket has into its buffer, frames every
+//!    complete PDU ([`larch_proto::frame::frame`], which refuses a PDU above the size
+//!    limit from its header) and decodes each in place, borrowing from the buffer;
+//! 2. each request is dispatched ([`dispatch`]): small searches, compares and extended
+//!    operations run inline and append their responses to one output buffer; large
+//!    searches run on a worker thread; writes are handed to the store's writer thread
+//!    and answered when their batch is durable;
+//! 3. after the last complete PDU of the read, the output buffer goes to the writing side
+//!    ([`writer`]) in one piece, which coalesces it with whatever else is ready into one
+//!    socket write;
+//! 4. operations that outlive the read are registered in [`inflight`] so that Abandon and
+//!    Cancel can find them, and each holds one of the connection's
+//!    `max_ops_per_connection` permits; when none is left, the reading side waits;
+//! 5. Bind waits until no operation is in flight (it changes who later operations run
+//!    as), and no new request is read meanwhile.
+//!
+//! Hostile input: a PDU that cannot be framed or whose envelope does not decode gets a
+//! Notice of Disconnection (`protocolError`) and the connection closes; a PDU whose
+//! envelope decodes but whose operation does not gets that operation's response with
+//! `protocolError` and the connection goes on.
+
+mod dispatch;
+pub mod inflight;
+mod writer;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use larch_proto::frame::{frame, Frame};
+use larch_proto::LdapMessage;
+use larch_store::StoreReader;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, Notify, Semaphore};
+
+use crate::directory::Directory;
+use crate::identity::Identity;
+use crate::search::PagedSearches;
+use inflight::InFlight;
+
+pub use writer::{MAX_COALESCED_BYTES, OUT_QUEUE_CHUNKS};
+
+/// Octets read from the socket at a time (the buffer grows for a larger PDU, up to the
+/// PDU limit).
+pub const READ_CHUNK: usize = 64 * 1024;
+
+/// A connection's "close now" flag: set when the socket fails, a write times out, or the
+/// server shuts down hard.
+#[derive(Debug, Default)]
+pub struct Closing {
+    closed: AtomicBool,
+    notify: Notify,
+}
+
+impl Closing {
+    /// Closes.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    /// True once closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Waits until closed.
+    pub async fn closed(&self) {
+        loop {
+            let n = self.notify.notified();
+            if self.is_closed() {
+                return;
+            }
+            n.await;
+        }
+    }
+}
+
+/// What the server shares with each connection.
+#[derive(Debug)]
+pub struct ConnectionContext {
+    /// The directory.
+    pub dir: Arc<Directory>,
+    /// Set when the server stops accepting requests (shutdown): connections stop reading,
+    /// let their operations finish, and close.
+    pub draining: tokio::sync::watch::Receiver<bool>,
+}
+
+/// The state of one connection, owned by its reading side.
+pub(crate) struct Session {
+    dir: Arc<Directory>,
+    identity: Arc<Identity>,
+    reader: StoreReader,
+    inflight: Arc<InFlight>,
+    permits: Arc<Semaphore>,
+    max_ops: u32,
+    paged: Arc<Mutex<PagedSearches>>,
+    out_tx: mpsc::Sender<Vec<u8>>,
+    done_tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// Set when the connection must stop reading (Unbind, an undecodable PDU).
+    stop_reading: bool,
+}
+
+/// Serves one accepted connection until it closes. `closing` lets the server close it.
+pub async fn serve(
+    stream: TcpStream,
+    ctx: ConnectionContext,
+    closing: Arc<Closing>,
+    inflight: Arc<InFlight>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (mut rd, wr) = stream.into_split();
+    let limits = ctx.dir.config.limits.clone();
+    let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE_CHUNKS);
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(writer::run(
+        wr,
+        out_rx,
+        done_rx,
+        limits.write_timeout,
+        closing.clone(),
+    ));
+    let max_ops = u32::try_from(limits.max_ops_per_connection.max(1)).unwrap_or(u32::MAX >> 4);
+    let mut session = Session {
+        reader: ctx.dir.reader(),
+        dir: ctx.dir,
+        identity: Arc::new(Identity::Anonymous),
+        inflight,
+        permits: Arc::new(Semaphore::new(max_ops as usize)),
+        max_ops,
+        paged: Arc::new(Mutex::new(PagedSearches::default())),
+        out_tx,
+        done_tx,
+        stop_reading: false,
+    };
+    let mut draining = ctx.draining;
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut start = 0usize;
+    let max_pdu = limits.max_pdu_bytes;
+    loop {
+        if buf.len() == buf.capacity() {
+            buf.reserve(READ_CHUNK);
+        }
+        let idle = async {
+            match limits.idle_timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let read = tokio::select! {
+            r = rd.read_buf(&mut buf) => r,
+            _ = closing.closed() => break,
+            _ = draining.changed() => break,
+            _ = idle => {
+                if session.inflight.is_empty() {
+                    break;
+                }
+                continue;
+            }
+        };
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let mut out = Vec::new();
+        loop {
+            match frame(&buf[start..], max_pdu) {
+                Ok(Frame::Complete(n)) => {
+                    let pdu = &buf[start..start + n];
+                    start += n;
+                    session.handle_pdu(pdu, &mut out).await;
+                    if session.stop_reading {
+                        break;
+                    }
+                }
+                Ok(Frame::Incomplete { total }) => {
+                    if let Some(total) = total {
+                        buf.reserve(total.saturating_sub(buf.len() - start));
+                    }
+                    break;
+                }
+                Err(e) => {
+                    dispatch::notice_of_disconnection(&mut out, &format!("the request cannot be read: {e}"));
+                    session.stop_reading = true;
+                    break;
+                }
+            }
+        }
+        if !out.is_empty() && session.out_tx.send(out).await.is_err() {
+            break;
+        }
+        if session.stop_reading {
+            break;
+        }
+        // Keep unread octets at the front of the buffer.
+        if start > 0 {
+            buf.drain(..start);
+            start = 0;
+        }
+    }
+    // Requests no longer arrive. Operations still running finish (a write's result is
+    // durable and its response is sent), unless the connection is closing hard.
+    if closing.is_closed() {
+        session.inflight.abandon_all();
+    }
+    drop(session);
+    let _ = writer.await;
+}
+
+impl Session {
+    /// Handles one framed PDU.
+    async fn handle_pdu(&mut self, pdu: &[u8], out: &mut Vec<u8>) {
+        match LdapMessage::decode(pdu) {
+            Ok(msg) => self.dispatch(msg, out).await,
+            Err(e) => dispatch::undecodable(self, pdu, e, out),
+        }
+    }
+}
