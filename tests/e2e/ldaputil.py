@@ -281,3 +281,11 @@ def stalled_search(server, base):
     assert first is not None and first.msgid == 2
     time.sleep(FILL_WAIT_S)
     return c, [first]
+
+
+def anonymous_write_refusal(server):
+    """The result an anonymous update gets: slapd refuses every update from an anonymous
+    session before access control with strongerAuthRequired ("modifications require
+    authentication"); Larch's default policy answers insufficientAccessRights, the code
+    access control gives (RFC 4511 does not name one for this case)."""
+    return "strongerAuthRequired" if server.kind == "slapd" else "insufficientAccessRights"

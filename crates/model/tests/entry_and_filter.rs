@@ -109,7 +109,7 @@ fn schema_violations_get_their_result_codes() {
                 ("cn", &["x"]),
                 ("sn", &["y"]),
             ],
-            ResultCode::OBJECT_CLASS_VIOLATION,
+            ResultCode::INVALID_ATTRIBUTE_SYNTAX,
         ),
         (
             "no structural",
@@ -429,7 +429,7 @@ fn increment_changes_integers() {
             &[(ModifyOperation::Increment, "uidNumber", &["x"])],
             false
         )),
-        ResultCode::CONSTRAINT_VIOLATION
+        ResultCode::INVALID_ATTRIBUTE_SYNTAX
     );
     // Ordering by integerOrderingMatch, numerically rather than as text.
     for (filter, expected) in [
@@ -509,4 +509,39 @@ fn deep_filters_evaluate_without_recursion() {
     let wide = format!("(|{}(uid=bjensen))", "(uid=x)".repeat(500));
     assert_eq!(eval(&wide, &e), Tri::True);
     let _ = Dn::default();
+}
+
+#[test]
+fn object_class_assertions_match_subclasses() {
+    // As slapd's objectSubClassMatch: an entry listing only inetOrgPerson is a person.
+    let e = entry(
+        "cn=x,dc=example,dc=com",
+        &[
+            ("objectClass", &["inetOrgPerson"]),
+            ("cn", &["x"]),
+            ("sn", &["y"]),
+        ],
+    )
+    .unwrap();
+    for (filter, expected) in [
+        ("(objectClass=inetOrgPerson)", Tri::True),
+        ("(objectClass=organizationalPerson)", Tri::True),
+        ("(objectClass=person)", Tri::True),
+        ("(objectClass=2.5.6.6)", Tri::True),
+        ("(objectClass=top)", Tri::True),
+        ("(objectClass=organizationalUnit)", Tri::False),
+        ("(objectClass=noSuchClass)", Tri::False),
+    ] {
+        assert_eq!(eval(filter, &e), expected, "{filter}");
+    }
+    let p = entry(
+        "cn=x,dc=example,dc=com",
+        &[("objectClass", &["person"]), ("cn", &["x"]), ("sn", &["y"])],
+    )
+    .unwrap();
+    assert_eq!(
+        eval("(objectClass=inetOrgPerson)", &p),
+        Tri::False,
+        "a superclass is not a subclass"
+    );
 }

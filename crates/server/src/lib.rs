@@ -1,20 +1,18 @@
 //! `larch-server`: the network front end and every LDAPv3 operation.
 //!
-//! This crate will hold the tokio listener, per-connection sessions that decode pipelined
-//! PDUs and answer them, the operation handlers (bind, search, add, modify, delete, modify
-//! DN, compare, abandon, extended operations), controls, TLS, authentication, access
-//! control, the access/audit/error logs and `cn=monitor`.
+//! How a request flows: [`net`] accepts a connection (counted against the connection
+//! limits) and hands it to [`session`], which frames and decodes every complete PDU,
+//! dispatches it and coalesces the responses into one socket write. Searches run on a read
+//! view of the store ([`search`]: planner, scopes, limits, aliases, referrals, paged
+//! results, sort; [`dse`]: the root DSE and `cn=Subschema`); writes ([`ops`]) are prepared
+//! on the connection and applied by the store's single writer, then answered once durable.
+//! [`auth`] decides Binds, [`controls`] reads request controls, [`error`] is the one place
+//! where failures become result codes, [`opattrs`] maintains the operational attributes,
+//! [`directory`] holds the shared state and sets up a new data directory, [`config`] reads
+//! `larch.toml`.
 //!
-//! **Status:** three parts exist:
-//! - [`config`]: the `larch.toml` file, its embedded defaults and their validation
-//!   (documented in `docs/configuration.md`);
-//! - [`opattrs`]: the operational attributes maintained on every write (timestamps,
-//!   creators and modifiers, entryUUID, entryCSN, structuralObjectClass) and the computed
-//!   ones (entryDN, hasSubordinates, numSubordinates, subschemaSubentry);
-//! - [`search`]: the search planner (index candidates for a filter, scope iteration).
-//!
-//! The listener, sessions and operations are not built yet; they are specified by the
-//! project's "server" and "security" issues.
+//! Not built yet: TLS, SASL, Password Modify, access control, the access/audit logs and
+//! `cn=monitor` (the project's "security" issue and later work).
 
 #![forbid(unsafe_code)]
 

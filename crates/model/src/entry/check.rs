@@ -113,7 +113,11 @@ pub fn structural_chain(entry: &Entry, schema: &Schema) -> Result<CheckedEntry, 
         let name = String::from_utf8_lossy(v);
         let class = schema
             .object_class(name.trim())
-            .ok_or_else(|| ModelError::ObjectClassViolation(format!("unrecognized objectClass `{name}`")))?;
+            // An objectClass value is an OID (RFC 4512 2.4.1): one that names no class is not
+            // a valid value, and slapd answers invalidAttributeSyntax.
+            .ok_or_else(|| {
+                ModelError::InvalidAttributeSyntax(format!("unrecognized objectClass `{name}`"))
+            })?;
         listed.push(class);
     }
     let mut classes: Vec<ObjectClassId> = Vec::new();

@@ -207,7 +207,8 @@ fn increment(
         )));
     }
     let delta = parse_integer(delta).ok_or_else(|| {
-        ModelError::ConstraintViolation("modify/increment: the value is not an integer".into())
+        // As slapd: a value that does not follow the INTEGER syntax.
+        ModelError::InvalidAttributeSyntax("modify/increment: the value is not an integer".into())
     })?;
     let Some(current) = entry.attribute(t.id, options).map(|a| a.values.clone()) else {
         return Err(ModelError::NoSuchAttribute(format!(

@@ -7,7 +7,7 @@ use larch_proto::{Filter, FilterNode, FilterSetIter, Substring};
 use super::Tri;
 use crate::entry::{split_description, Options};
 use crate::matching::{self, MatchingRule, RuleUsage, SubstringPosition};
-use crate::schema::{AttributeTypeId, Schema};
+use crate::schema::{AttributeTypeId, ObjectClassId, Schema};
 use larch_proto::limits::MAX_FILTER_DEPTH;
 
 /// Which attributes of an entry an assertion looks at: a type, all its subtypes, and
@@ -31,6 +31,8 @@ pub(super) enum Kind {
         key: Vec<u8>,
         /// `objectClass`-like: values are class names resolved to OIDs.
         object_class: bool,
+        /// For `objectClass` itself: the asserted class, which every subclass matches.
+        subclass_of: Option<ObjectClassId>,
     },
     Ordering {
         target: Target,
@@ -171,6 +173,13 @@ fn compile_leaf(node: FilterNode<'_>, schema: &Schema) -> Kind {
                 return UNDEFINED;
             };
             let object_class = t.is_some_and(|t| t.oid == "2.5.4.0" || t.oid == "2.5.21.9");
+            let subclass_of = if t.is_some_and(|t| t.oid == "2.5.4.0") {
+                schema
+                    .object_class(String::from_utf8_lossy(a.value).trim())
+                    .map(|c| c.id)
+            } else {
+                None
+            };
             let key = if object_class {
                 let mut k = Vec::new();
                 let name = String::from_utf8_lossy(a.value);
@@ -191,6 +200,7 @@ fn compile_leaf(node: FilterNode<'_>, schema: &Schema) -> Kind {
                 rule,
                 key,
                 object_class,
+                subclass_of,
             }
         }
         FilterNode::GreaterOrEqual(a) | FilterNode::LessOrEqual(a) => {
@@ -273,6 +283,7 @@ fn compile_leaf(node: FilterNode<'_>, schema: &Schema) -> Kind {
                     rule,
                     key,
                     object_class: false,
+                    subclass_of: None,
                 }
             }
         }

@@ -144,15 +144,20 @@ impl CompiledFilter {
                 rule,
                 key,
                 object_class,
+                subclass_of,
             } => Tri::from_bool(values(entry, target).any(|v| {
                 scratch.clear();
                 let normalized = if *object_class {
                     let name = std::str::from_utf8(v).unwrap_or("");
-                    class_key(
-                        schema.object_class(name.trim()).map(|c| c.oid.as_str()),
-                        v,
-                        scratch,
-                    );
+                    let class = schema.object_class(name.trim());
+                    // `objectClass` matches subclasses too (slapd's objectSubClassMatch:
+                    // `(objectClass=person)` is TRUE for an inetOrgPerson).
+                    if let (Some(c), Some(subclass_of)) = (class, subclass_of) {
+                        if c.id == *subclass_of || c.is_subclass_of(*subclass_of) {
+                            return true;
+                        }
+                    }
+                    class_key(class.map(|c| c.oid.as_str()), v, scratch);
                     true
                 } else {
                     rule.normalize(v, scratch).is_ok()

@@ -21,7 +21,7 @@
 //!    suffix (`noSuchObject`, 32, with the deepest existing ancestor as matchedDN);
 //! 4. the store adds it; the Post-Read control reads it back.
 
-use larch_model::dn::NormDn;
+use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::{check_entry, check_user_modifiable, CheckedEntry};
 use larch_model::entry::{resolve_description, Entry, Options};
 use larch_model::schema::Schema;
@@ -65,7 +65,23 @@ pub fn prepare_add(
 ) -> Result<PreparedAdd, OpError> {
     let dir = ctx.dir;
     let schema = &*dir.schema;
-    let (dn, norm) = NormDn::parse(req.entry, schema)?;
+    let dn = Dn::parse(req.entry)?;
+    // A DN of known types that still cannot be normalized uses a type that cannot name an
+    // entry (no equality rule): slapd answers namingViolation there, invalidDNSyntax for
+    // an unknown type.
+    let norm = NormDn::normalize(&dn, schema).map_err(|e| {
+        let known = dn
+            .rdns
+            .iter()
+            .flat_map(|r| &r.avas)
+            .all(|a| schema.attribute_type(&a.attr).is_some());
+        let code = if known {
+            ResultCode::NAMING_VIOLATION
+        } else {
+            ResultCode::INVALID_DN_SYNTAX
+        };
+        OpError::new(code, format!("`{dn}`: {e}"))
+    })?;
     let shown = dn.to_string();
     check_special(dir, &norm, &shown, Target::Add)?;
     if req.attributes.is_empty() {

@@ -197,8 +197,21 @@ pub fn apply_modify_dn(
     let mut entry = Entry::from_stored(op.new_dn, op.new_norm, view.attrs());
     let new_keys = rdn_keys(&op.new_rdn.avas, schema)?;
     for (ty, key, ava) in &new_keys {
-        if find_value(&entry, *ty, key, schema).is_none() {
-            entry.push_value(*ty, &Options::none(), ava.value.clone());
+        match find_value(&entry, *ty, key, schema) {
+            None => entry.push_value(*ty, &Options::none(), ava.value.clone()),
+            // With deleteOldRDN the new RDN's spelling replaces an equal value (a rename
+            // that changes only the case, as slapd does).
+            Some(i) if op.delete_old_rdn => {
+                let mut values = entry
+                    .attribute(*ty, &Options::none())
+                    .map(|a| a.values.clone())
+                    .unwrap_or_default();
+                if let Some(v) = values.get_mut(i) {
+                    v.clone_from(&ava.value);
+                }
+                entry.set_values(*ty, &Options::none(), values);
+            }
+            Some(_) => {}
         }
     }
     if op.delete_old_rdn {

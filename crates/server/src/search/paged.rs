@@ -16,7 +16,7 @@
 //! How a page is served (in `run`): the page ends when `size` entries have been returned
 //! and one more matching entry was found (kept as the next page's first), so the last
 //! page's cookie is empty exactly when nothing remains. A cookie with size 0 abandons the
-//! search (answered with an empty cookie). A refused cookie gets `unwillingToPerform` (53),
+//! search (answered with an empty cookie). A refused cookie gets `protocolError` (2),
 //! as OpenLDAP answers "paged results cookie is invalid".
 
 use std::collections::VecDeque;
@@ -70,7 +70,7 @@ impl std::fmt::Debug for PagedSearches {
 }
 
 fn invalid() -> OpError {
-    OpError::unwilling("paged results cookie is invalid")
+    OpError::protocol("paged results cookie is invalid")
 }
 
 fn token_of(cookie: &[u8]) -> Result<u64, OpError> {

@@ -5,8 +5,9 @@
 //!   matches `cn` and `sn` values), united. The assertion value is keyed by the rule the
 //!   filter check uses, the equality rule of `a`, so each subtype must have that same rule;
 //!   a subtype without an equality index, or with another rule, makes the item `All`.
-//!   `objectClass`-like types compare class names by class (`person` equals `2.5.6.6`), so
-//!   the keys of the class's OID and of each of its names are all looked up;
+//!   `objectClass`-like types compare class names by class (`person` equals `2.5.6.6`, and
+//!   an `objectClass` assertion matches every subclass), so the keys of the OID and of each
+//!   name of the class and of its subclasses are all looked up;
 //! - `(a=*)`: the presence index of `a` and of its subtypes, united; `(objectClass=*)` holds
 //!   for every entry, so it is `All` (the scope is the answer);
 //! - substrings, `>=`, `<=`: the substring or ordering index of `a` and of its subtypes under
@@ -31,7 +32,7 @@ use std::fmt;
 
 use larch_model::entry::split_description;
 use larch_model::matching::MatchingRule;
-use larch_model::schema::{AttributeType, Schema};
+use larch_model::schema::{AttributeType, ObjectClass, Schema};
 use larch_proto::limits::MAX_FILTER_DEPTH;
 use larch_proto::{AttributeValueAssertion, Filter, FilterNode, FilterSetIter, Substring, SubstringFilter};
 use larch_store::idset::IdSet;
@@ -42,6 +43,11 @@ use larch_store::Version;
 /// thousands of items must not make a log line of thousands of items. Longer descriptions
 /// are cut and end with `...`.
 pub const MAX_DESCRIPTION_LEN: usize = 256;
+
+/// Most classes an `objectClass` equality looks up in the index (the class and its
+/// subclasses); above it, a class as general as `top` narrows nothing and the scope is
+/// scanned.
+pub const MAX_CLASS_SPELLINGS: usize = 64;
 
 /// OID of `objectClass`.
 const OBJECT_CLASS: &str = "2.5.4.0";
@@ -424,8 +430,22 @@ impl Ctx<'_> {
             let Some(class) = self.schema.object_class(name.trim()) else {
                 return Part::scan();
             };
-            let spellings: Vec<&str> = std::iter::once(class.oid.as_str())
-                .chain(class.names.iter().map(String::as_str))
+            // `objectClass` also matches the subclasses (the filter check's subclass rule), so
+            // their spellings are looked up too; `structuralObjectClass` only the class.
+            let classes: Vec<&ObjectClass> = if t.oid == OBJECT_CLASS {
+                self.schema
+                    .object_classes()
+                    .filter(|c| c.id == class.id || c.is_subclass_of(class.id))
+                    .collect()
+            } else {
+                vec![class]
+            };
+            if classes.len() > MAX_CLASS_SPELLINGS {
+                return Part::scan();
+            }
+            let spellings: Vec<&str> = classes
+                .iter()
+                .flat_map(|c| std::iter::once(c.oid.as_str()).chain(c.names.iter().map(String::as_str)))
                 .collect();
             return self.union_over(t, text, |index, ty| {
                 let ty_rule = same_rule(ty.equality, rule)?;

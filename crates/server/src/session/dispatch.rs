@@ -511,7 +511,9 @@ impl Session {
         } else {
             op.request(StopRequest::Cancel);
         }
-        let tx = self.done_tx.clone();
+        // Through the same queue as the search's own responses, after them: the canceled
+        // operation's final response goes out before the Cancel's.
+        let tx = self.out_tx.clone();
         tokio::spawn(async move {
             op.finished().await;
             let result = if op.canceled() {
@@ -536,7 +538,7 @@ impl Session {
                 ),
                 Err(e) => write_op_error(&mut out, id, op_tag::EXTENDED_RESPONSE, &e),
             }
-            let _ = tx.send(out);
+            let _ = tx.send(out).await;
         });
     }
 
