@@ -56,8 +56,10 @@ e2e_status=0
 LARCH_BIN="$root/target/release/larch" ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
 # pytest's summary ("N failed, N passed, N skipped in Ts") in cargo's form, for the total.
 e2e_summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$log.e2e" | grep -E ' in [0-9.]+s' | tail -1 || true)
-e2e_passed=$(grep -Eo '[0-9]+ passed' <<<"$e2e_summary" | awk '{s+=$1} END {print s+0}')
-e2e_failed=$(grep -Eo '[0-9]+ (failed|errors?)' <<<"$e2e_summary" | awk '{s+=$1} END {print s+0}')
+# awk alone (no grep in a pipeline: under pipefail a grep that finds nothing ends the script).
+e2e_count() { awk -v what="$1" '{ for (i = 2; i <= NF; i++) if ($i ~ "^" what "[,]?$") s += $(i - 1) } END { print s + 0 }' <<<"$e2e_summary"; }
+e2e_passed=$(e2e_count passed)
+e2e_failed=$(( $(e2e_count failed) + $(e2e_count errors) + $(e2e_count error) ))
 if [ "$e2e_status" -ne 0 ] && [ "$e2e_failed" -eq 0 ]; then e2e_failed=1; fi
 echo "test result: e2e. ${e2e_passed:-0} passed; $e2e_failed failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
 rm -f "$log.e2e"
