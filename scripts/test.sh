@@ -61,7 +61,8 @@ e2e_count() { awk -v what="$1" '{ for (i = 2; i <= NF; i++) if ($i ~ "^" what "[
 e2e_passed=$(e2e_count passed)
 e2e_failed=$(( $(e2e_count failed) + $(e2e_count errors) + $(e2e_count error) ))
 if [ "$e2e_status" -ne 0 ] && [ "$e2e_failed" -eq 0 ]; then e2e_failed=1; fi
-echo "test result: e2e. ${e2e_passed:-0} passed; $e2e_failed failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
+if [ "$e2e_failed" -eq 0 ]; then e2e_word=ok; else e2e_word=FAILED; fi
+echo "test result: $e2e_word. ${e2e_passed:-0} passed; $e2e_failed failed; 0 ignored; 0 measured; 0 filtered out" >>"$log"
 rm -f "$log.e2e"
 
 step "loom: the version cell's publication protocol, model-checked"
