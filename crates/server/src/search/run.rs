@@ -401,21 +401,22 @@ fn prepare_search(
         }
         0
     } else {
-        let base_text = base_dn.to_string();
+        // The base as text only for an error: a found base costs no formatting.
+        let base_text = || base_dn.to_string();
         match deref_base(v, aliases.as_ref(), &base_norm, finding)? {
             BaseLookup::Missing { matched } => {
                 if let (Some(refs), Some(m)) = (&referrals, matched) {
                     if let Some(r) = nearest_in_class(v, refs, m, 0) {
-                        return Err(referral_error(v, r, Some(&base_text), Some(req.scope)));
+                        return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)));
                     }
                 }
                 let matched_dn = matched.map(|m| v.dn(m)).unwrap_or_default();
-                return Err(OpError::no_such_object(&base_text, matched_dn));
+                return Err(OpError::no_such_object(&base_text(), matched_dn));
             }
             BaseLookup::Found(id) => {
                 if let Some(refs) = &referrals {
                     if let Some(r) = nearest_in_class(v, refs, id, 0) {
-                        return Err(referral_error(v, r, Some(&base_text), Some(req.scope)));
+                        return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)));
                     }
                 }
                 // Step 6: the assertion.
