@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod client;
 pub mod config;
 pub mod controls;
 pub mod directory;

@@ -373,6 +373,7 @@ fn search_with(fx: &Fx, id: &Identity, r: &Req, ctls: &[Ctl], sink: &mut dyn Res
         dir: &fx.dir,
         version: &version,
         identity: id,
+        client: &larch_server::client::Client::default(),
     };
     let mut answer = Answer::default();
     match prepare(&ctx, &request, &rc, &fx.paged) {

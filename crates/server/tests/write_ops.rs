@@ -20,6 +20,7 @@ use larch_proto::{
     ModifyOperation, ModifyRequest, OwnedFilter, PartialAttribute, ProtocolOp, ResultCode, SearchResultEntry,
     SeqOf,
 };
+use larch_server::client::Client;
 use larch_server::config::ServerConfig;
 use larch_server::controls::{OpKind, RequestControls, ResponseControl};
 use larch_server::directory::Directory;
@@ -36,6 +37,12 @@ use proptest::prelude::*;
 
 const BASE: &str = "dc=example,dc=com";
 const ADMIN: &str = "cn=admin,dc=example,dc=com";
+
+/// Operations here run with no socket behind them.
+static CLIENT: Client = Client {
+    addr: None,
+    tls: false,
+};
 
 /// A control to send: OID, criticality, encoded value.
 type TestControl = (&'static str, bool, Option<Vec<u8>>);
@@ -207,6 +214,7 @@ impl Harness {
         WriteContext {
             dir: &self.dir,
             identity: &self.identity,
+            client: &CLIENT,
         }
     }
 
@@ -226,6 +234,7 @@ impl Harness {
                     &WriteContext {
                         dir: &dir,
                         identity: &identity,
+                        client: &CLIENT,
                     },
                     p,
                 )

@@ -171,7 +171,7 @@ async fn accept_loop(
                 };
                 let registry = registry.clone();
                 tokio::spawn(async move {
-                    session::serve(stream, ctx, closing, inflight).await;
+                    session::serve(stream, peer, ctx, closing, inflight).await;
                     registry.remove(key);
                     drop(slot);
                 });

@@ -50,6 +50,7 @@ use larch_model::schema::Schema;
 use larch_proto::ResultCode;
 use larch_store::{EntryId, Lookup, Version};
 
+use crate::client::Client;
 use crate::directory::Directory;
 use crate::error::OpError;
 use crate::identity::Identity;
@@ -62,6 +63,8 @@ pub struct WriteContext<'a> {
     pub dir: &'a Directory,
     /// The identity the operation runs as (creatorsName, modifiersName).
     pub identity: &'a Identity,
+    /// The client at the other end of the connection.
+    pub client: &'a Client,
 }
 
 /// The operation a DN check is made for; it chooses slapd's wording of the refusal.

@@ -81,6 +81,7 @@ use super::referral::{continuation_uris, referral_error};
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
 use super::walk::{Candidates, Progress, SetSource, Source, Walker};
 use super::{plan, Candidates as Planned, Selection};
+use crate::client::Client;
 use crate::controls::{RequestControls, ResponseControl};
 use crate::directory::Directory;
 use crate::dse::root::root_dse;
@@ -116,6 +117,8 @@ pub struct SearchContext<'a> {
     pub version: &'a Arc<Version>,
     /// The connection's identity (the administrator gets no server limits).
     pub identity: &'a Identity,
+    /// The client at the other end of the connection.
+    pub client: &'a Client,
 }
 
 /// A search resolved and planned, owning everything it needs (`Send + 'static`), so it can

@@ -217,6 +217,7 @@ impl Session {
                     dir: &self.dir,
                     version: &version,
                     identity: &self.identity,
+                    client: &self.client,
                 };
                 let prepared = match search::prepare(&ctx, &req, &controls, &self.paged) {
                     Ok(p) => p,
@@ -389,6 +390,7 @@ impl Session {
         let ctx = WriteContext {
             dir: &self.dir,
             identity: &self.identity,
+            client: &self.client,
         };
         let prepared = prepare(&ctx, &controls)?;
         if !controls.manage_dsa_it {
@@ -413,6 +415,7 @@ impl Session {
         let guard = self.inflight.register(id, OpClass::Write);
         let dir = self.dir.clone();
         let identity = self.identity.clone();
+        let client = self.client.clone();
         let tx = self.done_tx.clone();
         let store = self.dir.store.clone();
         store.submit(
@@ -420,6 +423,7 @@ impl Session {
                 let ctx = WriteContext {
                     dir: &dir,
                     identity: &identity,
+                    client: &client,
                 };
                 apply(txn, &ctx)
             },

@@ -36,6 +36,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify, Semaphore};
 
+use crate::client::Client;
 use crate::directory::Directory;
 use crate::identity::Identity;
 use crate::search::PagedSearches;
@@ -93,6 +94,8 @@ pub struct ConnectionContext {
 pub(crate) struct Session {
     dir: Arc<Directory>,
     identity: Arc<Identity>,
+    /// Where the client connects from and whether TLS protects the connection.
+    client: Arc<Client>,
     reader: StoreReader,
     inflight: Arc<InFlight>,
     permits: Arc<Semaphore>,
@@ -104,9 +107,11 @@ pub(crate) struct Session {
     stop_reading: bool,
 }
 
-/// Serves one accepted connection until it closes. `closing` lets the server close it.
+/// Serves one accepted connection from `peer` until it closes. `closing` lets the server
+/// close it.
 pub async fn serve(
     stream: TcpStream,
+    peer: std::net::SocketAddr,
     ctx: ConnectionContext,
     closing: Arc<Closing>,
     inflight: Arc<InFlight>,
@@ -128,6 +133,7 @@ pub async fn serve(
         reader: ctx.dir.reader(),
         dir: ctx.dir,
         identity: Arc::new(Identity::Anonymous),
+        client: Arc::new(Client::plain(peer)),
         inflight,
         permits: Arc::new(Semaphore::new(max_ops as usize)),
         max_ops,
