@@ -11,12 +11,13 @@
 #                    are skipped there, each with its reason.
 #
 # What it does, in order:
-#   1. creates or reuses a virtual environment at ${LARCH_E2E_VENV:-target/e2e-venv} with
+#   1. installs Debian's ldap-utils if ldapsearch is missing, the OpenLDAP and SASL headers
+#      python-ldap is built against, and for --server slapd the slapd package if it is
+#      missing (non-interactive; the packaged service is kept from starting by a temporary
+#      policy-rc.d, and stopped and disabled if it runs anyway);
+#   2. creates or reuses a virtual environment at ${LARCH_E2E_VENV:-target/e2e-venv} with
 #      the pinned packages of tests/e2e/requirements.txt (reinstalled when that file
 #      changes);
-#   2. installs Debian's ldap-utils if ldapsearch is missing, and for --server slapd the
-#      slapd package if it is missing (non-interactive; the packaged service is kept from
-#      starting by a temporary policy-rc.d, and stopped and disabled if it runs anyway);
 #   3. runs pytest on tests/e2e with -q -rs (the summary line and every skip's reason);
 #      extra arguments go to pytest (-k, -x, a file, ...).
 # The exit status is pytest's. The shared PDU corpus is read from ../shared/ldap-corpus
@@ -41,18 +42,7 @@ esac
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# ---------------------------------------------------------------- 1. python packages
-venv=${LARCH_E2E_VENV:-$root/target/e2e-venv}
-req=$root/tests/e2e/requirements.txt
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-if ! cmp -s "$req" "$venv/.e2e-requirements" 2>/dev/null; then
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-  cp "$req" "$venv/.e2e-requirements"
-fi
-
-# ---------------------------------------------------------------- 2. system packages
+# ---------------------------------------------------------------- 1. system packages
 apt_install() { # packages...
   local made_policy=0
   if [ ! -e /usr/sbin/policy-rc.d ]; then
@@ -79,6 +69,22 @@ if [ "$server" = slapd ] && { [ ! -x /usr/sbin/slapd ] || [ ! -x /usr/sbin/slapa
   fi
 fi
 command -v ldapsearch >/dev/null || { echo "e2e.sh: ldap-utils could not be installed" >&2; exit 1; }
+# python-ldap publishes no Linux wheels: pip builds it against OpenLDAP's and Cyrus SASL's
+# headers.
+if ! dpkg -s libldap2-dev libsasl2-dev >/dev/null 2>&1; then
+  apt_install libldap2-dev libsasl2-dev
+fi
+
+# ---------------------------------------------------------------- 2. python packages
+venv=${LARCH_E2E_VENV:-$root/target/e2e-venv}
+req=$root/tests/e2e/requirements.txt
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+if ! cmp -s "$req" "$venv/.e2e-requirements" 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/.e2e-requirements"
+fi
 
 # ---------------------------------------------------------------- 3. the suite
 export LARCH_E2E_SERVER=$server
