@@ -137,13 +137,7 @@ const UNDEFINED: Kind = Kind::Constant(Tri::Undefined);
 fn target(description: &[u8], schema: &Schema) -> Option<Target> {
     let (ty, options) = split_description(description)?;
     let t = schema.attribute_type(ty)?;
-    let mut types = vec![t.id];
-    types.extend(
-        schema
-            .attribute_types()
-            .filter(|s| s.id != t.id && schema.is_subtype(s.id, t.id))
-            .map(|s| s.id),
-    );
+    let types = schema.family(t.id).to_vec();
     Some(Target { types, options })
 }
 

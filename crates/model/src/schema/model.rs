@@ -210,6 +210,9 @@ pub struct Schema {
     pub(crate) syntaxes: Vec<DescribedSyntax>,
     /// DIT content rules, DIT structure rules and name forms, kept as written.
     pub(crate) other_elements: Vec<(Element, Location)>,
+    /// Per attribute type (by ID): the type itself, then each of its subtypes in ID order
+    /// (computed at load: filters and the planner ask for it on every search).
+    pub(crate) families: Vec<Box<[AttributeTypeId]>>,
 }
 
 /// Folds ASCII letters of `name` to lower case into `buf` without allocating; `None` for
@@ -260,6 +263,12 @@ impl Schema {
     /// Every object class, in load order (ID order).
     pub fn object_classes(&self) -> impl Iterator<Item = &ObjectClass> {
         self.object_classes.iter()
+    }
+
+    /// `id` followed by every subtype of it (direct or not) in ID order: the types a filter
+    /// or an index lookup on `id` covers (RFC 4512 section 2.5.1). Empty for an unknown ID.
+    pub fn family(&self, id: AttributeTypeId) -> &[AttributeTypeId] {
+        self.families.get(id.index()).map_or(&[], |f| f)
     }
 
     /// Whether `sub` is `sup` or a subtype of it along `SUP` (RFC 4512 section 2.5.1:

@@ -48,14 +48,37 @@ pub(crate) fn resolve(definitions: Vec<Definition>) -> Result<Schema, SchemaErro
     let attribute_index = index(attribute_types.iter().map(|t| (t.id, &t.oid, &t.names)));
     let object_classes = resolve_object_classes(&registry, &attribute_index)?;
     let class_index = index(object_classes.iter().map(|c| (c.id, &c.oid, &c.names)));
-    Ok(Schema {
+    let mut schema = Schema {
         attribute_types,
         object_classes,
         attribute_index,
         class_index,
         syntaxes,
         other_elements: registry.others,
-    })
+        families: Vec::new(),
+    };
+    schema.families = families(&schema);
+    Ok(schema)
+}
+
+/// Each attribute type followed by its subtypes, for [`Schema::family`]. Quadratic in the
+/// number of types, once per load (a few hundred types: well under a millisecond).
+fn families(schema: &Schema) -> Vec<Box<[AttributeTypeId]>> {
+    schema
+        .attribute_types
+        .iter()
+        .map(|t| {
+            std::iter::once(t.id)
+                .chain(
+                    schema
+                        .attribute_types
+                        .iter()
+                        .filter(|s| s.id != t.id && schema.is_subtype(s.id, t.id))
+                        .map(|s| s.id),
+                )
+                .collect()
+        })
+        .collect()
 }
 
 /// Lower-case name and OID index.

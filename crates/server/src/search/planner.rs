@@ -387,11 +387,12 @@ impl Ctx<'_> {
     }
 
     /// The type and every subtype of it.
-    fn family(&self, t: &AttributeType) -> Vec<&AttributeType> {
-        self.schema
-            .attribute_types()
-            .filter(|s| self.schema.is_subtype(s.id, t.id))
-            .collect()
+    fn family<'s>(&'s self, t: &AttributeType) -> impl Iterator<Item = &'s AttributeType> + 's {
+        let schema: &'s Schema = self.schema;
+        schema
+            .family(t.id)
+            .iter()
+            .filter_map(move |id| schema.attribute_type_by_id(*id))
     }
 
     /// Unites, over `t` and its subtypes, the sets `lookup` finds in each type's index;
