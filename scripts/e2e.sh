@@ -14,9 +14,11 @@
 #   1. creates or reuses a virtual environment at ${LARCH_E2E_VENV:-target/e2e-venv} with
 #      the pinned packages of tests/e2e/requirements.txt (reinstalled when that file
 #      changes);
-#   2. installs Debian's ldap-utils if ldapsearch is missing, and for --server slapd the
-#      slapd package if it is missing (non-interactive; the packaged service is kept from
-#      starting by a temporary policy-rc.d, and stopped and disabled if it runs anyway);
+#   2. installs Debian's ldap-utils if ldapsearch is missing; for --server larch, openssl
+#      and libsasl2-modules if missing (the TLS tests make certificates with openssl and
+#      bind with SASL PLAIN, whose client plugin that package holds); for --server slapd
+#      the slapd package if it is missing (non-interactive; the packaged service is kept
+#      from starting by a temporary policy-rc.d, and stopped and disabled if it runs anyway);
 #   3. runs pytest on tests/e2e with -q -rs (the summary line and every skip's reason);
 #      extra arguments go to pytest (-k, -x, a file, ...).
 # The exit status is pytest's. The shared PDU corpus is read from ../shared/ldap-corpus
@@ -68,6 +70,12 @@ apt_install() { # packages...
 }
 if ! command -v ldapsearch >/dev/null 2>&1; then
   apt_install ldap-utils
+fi
+if [ "$server" = larch ]; then
+  missing=()
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  compgen -G "/usr/lib/*/sasl2/libplain.so*" >/dev/null || missing+=(libsasl2-modules)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 fi
 if [ "$server" = slapd ] && { [ ! -x /usr/sbin/slapd ] || [ ! -x /usr/sbin/slapadd ]; }; then
   apt_install slapd
