@@ -12,7 +12,9 @@
 #
 # What it does, in order:
 #   1. installs Debian's ldap-utils if ldapsearch is missing, the OpenLDAP and SASL headers
-#      python-ldap is built against, and for --server slapd the slapd package if it is
+#      python-ldap is built against; for --server larch, openssl and libsasl2-modules if
+#      missing (the TLS tests make certificates with openssl and bind with SASL PLAIN, whose
+#      client plugin that package holds); for --server slapd the slapd package if it is
 #      missing (non-interactive; the packaged service is kept from starting by a temporary
 #      policy-rc.d, and stopped and disabled if it runs anyway);
 #   2. creates or reuses a virtual environment at ${LARCH_E2E_VENV:-target/e2e-venv} with
@@ -58,6 +60,12 @@ apt_install() { # packages...
 }
 if ! command -v ldapsearch >/dev/null 2>&1; then
   apt_install ldap-utils
+fi
+if [ "$server" = larch ]; then
+  missing=()
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  compgen -G "/usr/lib/*/sasl2/libplain.so*" >/dev/null || missing+=(libsasl2-modules)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 fi
 if [ "$server" = slapd ] && { [ ! -x /usr/sbin/slapd ] || [ ! -x /usr/sbin/slapadd ]; }; then
   apt_install slapd

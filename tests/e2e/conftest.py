@@ -100,7 +100,7 @@ class LdapServer:
     """
 
     def __init__(self, kind, workdir, larch_bin=None, larch_extra_toml="", slapd_extra_global="",
-                 slapd_extra_db=""):
+                 slapd_extra_db="", larch_extra_listen=()):
         self.kind = kind
         self.workdir = Path(workdir)
         self.host = "127.0.0.1"
@@ -113,6 +113,8 @@ class LdapServer:
         self.proc = None
         self.pid = None
         self.stderr_path = self.workdir / "server.stderr"
+        # Further listen URLs of a Larch server (ldaps:// ones need a [tls] table).
+        self.larch_extra_listen = list(larch_extra_listen)
         if kind == "larch":
             self._setup_larch(larch_extra_toml)
         else:
@@ -123,7 +125,7 @@ class LdapServer:
     def _setup_larch(self, extra_toml):
         (self.workdir / "larch.toml").write_text(
             "[server]\n"
-            f'listen = ["ldap://{self.host}:{self.port}"]\n'
+            f"listen = [{', '.join(repr(u) for u in [self.url, *self.larch_extra_listen])}]\n"
             'data_dir = "data"\n' + extra_toml
         )
 

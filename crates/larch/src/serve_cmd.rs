@@ -1,5 +1,8 @@
 //! `larch serve`: open (or create) the data directory and run the directory server until
-//! SIGTERM or SIGINT, then write a snapshot and exit 0.
+//! SIGTERM or SIGINT, then write a snapshot and exit 0. SIGHUP reloads the TLS certificate,
+//! key and client CA files (new connections use them; a failed reload keeps the old ones
+//! and says why). `--demo-tls` turns TLS on with a self-signed demo CA
+//! ([`larch_server::tls::demo`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,6 +11,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use larch_server::config::ServerConfig;
 use larch_server::directory::Directory;
+use larch_server::tls::demo;
 
 /// How long the runtime waits for worker threads (searches still running after the
 /// shutdown grace period) before the store is closed.
@@ -20,14 +24,43 @@ pub struct ServeArgs {
     /// ./larch-data, ldap://127.0.0.1:3389, suffix dc=example,dc=com.
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
+    /// Turn TLS on with a self-signed demo CA and server certificate for localhost, made
+    /// once under <data_dir>/demo-tls/: StartTLS on the ldap:// listeners, and
+    /// ldaps://127.0.0.1:3636 unless an ldaps:// listener is configured. Clients trust it
+    /// with LDAPTLS_CACERT=<data_dir>/demo-tls/ca.pem.
+    #[arg(long)]
+    demo_tls: bool,
 }
 
 /// Runs the server.
 pub fn serve(a: ServeArgs) -> Result<(), String> {
-    let config = match &a.config {
-        Some(path) => ServerConfig::load(path).map_err(|e| e.to_string())?,
-        None => ServerConfig::default(),
+    // --demo-tls turns TLS on before the configuration is validated, so that its ldaps://
+    // listeners are accepted.
+    let mut demo_files = None;
+    let mut with_demo = |c: &mut ServerConfig| {
+        if a.demo_tls {
+            demo_files = Some(demo::apply(c));
+        }
     };
+    let config = match &a.config {
+        Some(path) => ServerConfig::load_with(path, with_demo),
+        None => {
+            let mut c = ServerConfig::default();
+            with_demo(&mut c);
+            c.validate().map(|()| c)
+        }
+    };
+    let demo_files = demo_files.transpose().map_err(|e| e.to_string())?;
+    let config = config.map_err(|e| e.to_string())?;
+    if let Some(files) = demo_files {
+        let verb = if files.created { "created" } else { "using" };
+        eprintln!(
+            "larch: --demo-tls: {verb} a demo CA and server certificate in {}; clients trust it with\n  \
+             LDAPTLS_CACERT={}",
+            files.certificate.parent().unwrap_or(&files.certificate).display(),
+            files.ca.display()
+        );
+    }
     let threads = match config.server.worker_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -63,6 +96,13 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
             dir.config.directory.admin_dn, dir.config.directory.admin_password_env
         );
     }
+    if let Some(tls) = &dir.tls {
+        let c = tls.certificate();
+        eprintln!(
+            "larch: TLS certificate `{}` (serial {}, valid until {})",
+            c.subject, c.serial, c.not_after
+        );
+    }
     let dir = Arc::new(dir);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -70,9 +110,17 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let served = runtime.block_on(larch_server::net::run(dir.clone(), shutdown_signal(), |addrs| {
-        for a in addrs {
-            eprintln!("larch: listening on ldap://{a}");
+    // Registered before the listeners open, so no SIGHUP can find its default action
+    // (ending the process) once clients can connect.
+    let hangup = {
+        let _in_runtime = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| format!("cannot handle SIGHUP: {e}"))?
+    };
+    runtime.spawn(reload_on_sighup(dir.clone(), hangup));
+    let served = runtime.block_on(larch_server::net::run(dir.clone(), shutdown_signal(), |bound| {
+        for b in bound {
+            eprintln!("larch: listening on {b}");
         }
     }));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);
@@ -83,6 +131,22 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("closing the store: {e}"))?;
     eprintln!("larch: stopped");
     Ok(())
+}
+
+/// On every SIGHUP, reloads the TLS files; says on standard error what happened.
+async fn reload_on_sighup(dir: Arc<Directory>, mut hangup: tokio::signal::unix::Signal) {
+    while hangup.recv().await.is_some() {
+        match &dir.tls {
+            None => eprintln!("larch: SIGHUP: nothing to reload (no [tls] configured)"),
+            Some(tls) => match tls.reload() {
+                Ok(c) => eprintln!(
+                    "larch: SIGHUP: TLS reloaded: certificate `{}` (serial {}, valid until {}); new connections use it",
+                    c.subject, c.serial, c.not_after
+                ),
+                Err(e) => eprintln!("larch: SIGHUP: TLS reload failed, the previous certificate stays in use: {e}"),
+            },
+        }
+    }
 }
 
 /// Completes on SIGTERM or SIGINT.

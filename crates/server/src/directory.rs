@@ -3,12 +3,14 @@
 //!
 //! Opening, in steps:
 //! 1. load the schema and normalize the suffixes and the admin DN through it;
-//! 2. open the store (newest snapshot, then the log tail);
-//! 3. create each configured suffix entry that does not exist, with the object classes its
+//! 2. with `[tls]`, read and check the certificate and key (before the store, which may
+//!    take long to load, so a bad certificate is reported at once);
+//! 3. open the store (newest snapshot, then the log tail);
+//! 4. create each configured suffix entry that does not exist, with the object classes its
 //!    RDN type implies (`dc` -> dcObject + organization, `o` -> organization, `ou` ->
 //!    organizationalUnit, `c` -> country, `l` -> locality); another RDN type is refused
 //!    with a message saying to import the suffix entry;
-//! 4. create the admin entry if it does not exist (organizationalRole +
+//! 5. create the admin entry if it does not exist (organizationalRole +
 //!    simpleSecurityObject) with a hashed userPassword: the value of the environment
 //!    variable `directory.admin_password_env`, or a generated password returned in
 //!    [`Startup::generated_admin_password`] for the caller to print once; when the entry
@@ -30,6 +32,7 @@ use crate::auth::password;
 use crate::config::{ConfigError, ServerConfig};
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
+use crate::tls::{TlsError, TlsState};
 
 /// The server ID in CSNs (`sid`); 0 until replication gives servers their own.
 pub const SERVER_ID: u32 = 0;
@@ -46,6 +49,9 @@ pub enum DirectoryError {
     /// The schema lacks what the server needs.
     #[error(transparent)]
     OpAttrs(#[from] OpAttrsError),
+    /// The TLS certificate, key or client CA cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     /// A set-up entry could not be built.
     #[error("cannot create `{dn}`: {reason}")]
     Setup {
@@ -89,6 +95,8 @@ pub struct Directory {
     pub admin_dn: NormDn,
     /// The userPassword type.
     pub user_password: AttributeTypeId,
+    /// The TLS configuration (`None` without `[tls]`), reloadable.
+    pub tls: Option<Arc<TlsState>>,
 }
 
 impl Directory {
@@ -103,6 +111,7 @@ impl Directory {
             .attribute_type("userPassword")
             .map(|t| t.id)
             .ok_or_else(|| setup_error("", "the schema does not define userPassword"))?;
+        let tls = config.tls.as_ref().map(TlsState::load).transpose()?.map(Arc::new);
         let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
         let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
         let dir = Directory {
@@ -114,6 +123,7 @@ impl Directory {
             suffixes,
             admin_dn,
             user_password,
+            tls,
         };
         let mut startup = Startup {
             report,

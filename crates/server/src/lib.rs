@@ -6,12 +6,14 @@
 //! view of the store ([`search`]: planner, scopes, limits, aliases, referrals, paged
 //! results, sort; [`dse`]: the root DSE and `cn=Subschema`); writes ([`ops`]) are prepared
 //! on the connection and applied by the store's single writer, then answered once durable.
-//! [`auth`] decides Binds, [`controls`] reads request controls, [`error`] is the one place
+//! [`tls`] holds the certificate and runs handshakes (`ldaps://`, StartTLS), [`auth`]
+//! decides Binds (simple, SASL EXTERNAL and PLAIN) and the confidentiality policy,
+//! [`controls`] reads request controls, [`error`] is the one place
 //! where failures become result codes, [`opattrs`] maintains the operational attributes,
 //! [`directory`] holds the shared state and sets up a new data directory, [`config`] reads
 //! `larch.toml`.
 //!
-//! Not built yet: TLS, SASL, Password Modify, access control, the access/audit logs and
+//! Not built yet: Password Modify, access control, the access/audit logs and
 //! `cn=monitor` (the project's "security" issue and later work).
 
 #![forbid(unsafe_code)]
@@ -30,3 +32,4 @@ pub mod ops;
 pub mod response;
 pub mod search;
 pub mod session;
+pub mod tls;

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use larch_model::schema::{BuiltinSchemas, Schema};
-use larch_server::config::{ConfigError, ListenUrl, ServerConfig};
+use larch_server::config::{
+    ClientCertificates, ConfigError, ExternalMap, ListenUrl, RequireTls, SaslMechanisms, ServerConfig,
+    TlsSettings,
+};
 use larch_store::index::{IndexConfig, IndexKinds};
 use larch_store::wal::SyncPolicy;
 use proptest::prelude::*;
@@ -81,10 +84,26 @@ fn documented_defaults_are_the_defaults() {
     let doc = doc();
     let defaults = documented_defaults(&doc);
     let sections: Vec<&str> = defaults.keys().map(String::as_str).collect();
-    assert_eq!(sections, ["directory", "limits", "schema", "server", "store"]);
+    assert_eq!(
+        sections,
+        [
+            "directory",
+            "limits",
+            "sasl",
+            "schema",
+            "security",
+            "server",
+            "store",
+            "tls"
+        ]
+    );
     let mut text = String::new();
     let mut count = 0;
     for (section, keys) in &defaults {
+        // `[tls]` has no defaults: without the table there is no TLS (checked below).
+        if section == "tls" {
+            continue;
+        }
         text.push_str(&format!("[{section}]\n"));
         for (key, value) in keys {
             // `cn=admin,<suffix>` is a rule, checked below; the batch window needs batch.
@@ -114,6 +133,16 @@ fn documented_defaults_are_the_defaults() {
     d.validate().unwrap();
     // An empty file is the defaults.
     assert_eq!(ServerConfig::from_toml_str("").unwrap(), d);
+    assert_eq!(d.tls, None);
+    assert_eq!(d.security.require_tls, RequireTls::Remote);
+    assert_eq!(
+        d.sasl.mechanisms,
+        SaslMechanisms {
+            external: true,
+            plain: true
+        }
+    );
+    assert_eq!(d.sasl.external_map, ExternalMap::Subject);
 }
 
 #[test]
@@ -181,6 +210,27 @@ fn documented_example_parses_to_its_values() {
     assert_eq!(l.size_limit, 2000);
     assert_eq!(l.time_limit, Duration::from_secs(600));
     assert_eq!(l.lookthrough_limit, 250_000);
+    assert_eq!(
+        c.tls,
+        Some(TlsSettings {
+            certificate: PathBuf::from("tls/server.pem"),
+            key: PathBuf::from("tls/server.key"),
+            client_ca: Some(PathBuf::from("tls/clients-ca.pem")),
+            client_certificates: ClientCertificates::Require,
+        })
+    );
+    assert_eq!(c.security.require_tls, RequireTls::Always);
+    assert_eq!(
+        c.sasl.mechanisms,
+        SaslMechanisms {
+            external: true,
+            plain: false
+        }
+    );
+    assert_eq!(
+        c.sasl.external_map,
+        ExternalMap::parse("uid={CN},ou=people,dc=corp,dc=example").unwrap()
+    );
 
     // Every key of the example differs from its default, so each one is really read.
     let d = ServerConfig::default();
@@ -422,7 +472,95 @@ fn files_are_named_and_relative_paths_follow_the_file() {
         "{msg}"
     );
 
+    // The [tls] files follow the configuration file too.
+    std::fs::write(
+        &file,
+        "[tls]\ncertificate = \"tls/c.pem\"\nkey = \"/abs/k.pem\"\nclient_ca = \"ca.pem\"\n",
+    )
+    .unwrap();
+    let t = ServerConfig::load(&file).unwrap().tls.unwrap();
+    assert_eq!(t.certificate, dir.join("tls/c.pem"));
+    assert_eq!(t.key, PathBuf::from("/abs/k.pem"));
+    assert_eq!(t.client_ca, Some(dir.join("ca.pem")));
+
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tls_security_and_sasl_keys() {
+    let tls = "[tls]\ncertificate = \"c.pem\"\nkey = \"k.pem\"\n";
+    let c = ServerConfig::from_toml_str(&format!(
+        "[server]\nlisten = [\"ldaps://127.0.0.1:636\"]\n{tls}[security]\nrequire_tls = \"never\"\n\
+         [sasl]\nmechanisms = [\"plain\", \"External\"]\nexternal_map = \"cn={{cn}}+uid={{UID}},dc=x\"\n"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let t = c.tls.unwrap();
+    assert_eq!(t.client_certificates, ClientCertificates::None);
+    assert_eq!(c.security.require_tls, RequireTls::Never);
+    assert_eq!(
+        c.sasl.mechanisms,
+        SaslMechanisms {
+            external: true,
+            plain: true
+        }
+    );
+    let c = ServerConfig::from_toml_str("[sasl]\nmechanisms = []\n").unwrap();
+    assert_eq!(
+        c.sasl.mechanisms,
+        SaslMechanisms {
+            external: false,
+            plain: false
+        }
+    );
+
+    let msg = refused(
+        "[server]\nlisten = [\"ldap://a:1\", \"ldaps://a:2\"]\n",
+        "server.listen[1]",
+    );
+    assert!(msg.contains("needs TLS"), "{msg}");
+    for (text, key) in [
+        ("[tls]\nkey = \"k.pem\"\n".to_string(), "tls.certificate"),
+        ("[tls]\ncertificate = \"c.pem\"\n".to_string(), "tls.key"),
+        (
+            format!("{tls}client_certificates = \"require\"\n"),
+            "tls.client_certificates",
+        ),
+        (
+            format!("{tls}client_ca = \"ca.pem\"\nclient_certificates = \"maybe\"\n"),
+            "tls.client_certificates",
+        ),
+        (format!("{tls}ciphers = \"all\"\n"), "tls.ciphers"),
+        (
+            "[security]\nrequire_tls = \"sometimes\"\n".to_string(),
+            "security.require_tls",
+        ),
+        (
+            "[security]\nrequire_tls = true\n".to_string(),
+            "security.require_tls",
+        ),
+        (
+            "[sasl]\nmechanisms = [\"PLAIN\", \"GSSAPI\"]\n".to_string(),
+            "sasl.mechanisms[1]",
+        ),
+        (
+            "[sasl]\nexternal_map = \"uid=fixed,dc=x\"\n".to_string(),
+            "sasl.external_map",
+        ),
+        (
+            "[sasl]\nexternal_map = \"uid={nosuch},dc=x\"\n".to_string(),
+            "sasl.external_map",
+        ),
+        (
+            "[sasl]\nexternal_map = \"uid={CN},,dc=x\"\n".to_string(),
+            "sasl.external_map",
+        ),
+        (
+            "[sasl]\nexternal_map = \"{CN}\"\n".to_string(),
+            "sasl.external_map",
+        ),
+    ] {
+        refused(&text, key);
+    }
 }
 
 proptest! {

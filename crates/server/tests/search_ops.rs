@@ -1590,7 +1590,11 @@ fn root_dse_attributes() {
     assert_eq!(attrs["entryDN"], strs(&[""]));
     assert_eq!(attrs["subschemaSubentry"], strs(&["cn=Subschema"]));
     assert!(!attrs.contains_key("objectClass"));
-    assert!(!attrs.contains_key("supportedSASLMechanisms"));
+    assert_eq!(
+        attrs["supportedSASLMechanisms"],
+        strs(&["PLAIN"]),
+        "no TLS: PLAIN, not EXTERNAL"
+    );
     let a = search(
         &fx,
         &anon(),

@@ -3,8 +3,8 @@
 //!
 //! Decisions, in order:
 //! 1. a version other than 3 -> `protocolError` (2);
-//! 2. SASL, or an authentication choice this server does not know ->
-//!    `authMethodNotSupported` (7) (no SASL mechanism is enabled yet);
+//! 2. SASL: decided by [`crate::auth::sasl`] (EXTERNAL, PLAIN); an authentication choice
+//!    this server does not know -> `authMethodNotSupported` (7);
 //! 3. empty name and empty password: anonymous (RFC 4513 5.1.1), refused with
 //!    `inappropriateAuthentication` (48) when `allow_anonymous_bind` is off;
 //! 4. empty name with a password -> `unwillingToPerform` (53): it is neither anonymous
@@ -13,7 +13,9 @@
 //! 5. a name with an empty password: an unauthenticated bind (RFC 4513 5.1.2), refused with
 //!    `unwillingToPerform` (53) unless `allow_unauthenticated_bind`; when allowed the
 //!    connection is anonymous;
-//! 6. a name and a password: the name must parse (`invalidDNSyntax` 34), the entry must
+//! 6. a name and a password: the confidentiality policy applies first
+//!    (`confidentialityRequired` 13 on a plain connection it covers, see
+//!    [`crate::auth::confidentiality`]); the name must parse (`invalidDNSyntax` 34), the entry must
 //!    exist and hold a userPassword value the password verifies against; anything else is
 //!    `invalidCredentials` (49), the same answer whether or not the entry exists.
 //!
@@ -22,8 +24,10 @@
 use larch_model::dn::NormDn;
 use larch_proto::{Authentication, BindRequest, ResultCode};
 use larch_store::Version;
+use rustls_pki_types::CertificateDer;
 
-use crate::auth::password;
+use crate::auth::{confidentiality, password, sasl};
+use crate::client::Client;
 use crate::directory::Directory;
 use crate::error::OpError;
 use crate::identity::Identity;
@@ -31,8 +35,15 @@ use crate::identity::Identity;
 /// Longest bind DN looked at; a longer one cannot name an entry the store accepts.
 pub const MAX_BIND_DN_BYTES: usize = 16 * 1024;
 
-/// Runs a bind against `version`: the new identity, or the error to answer.
-pub fn bind(dir: &Directory, version: &Version, req: &BindRequest<'_>) -> Result<Identity, OpError> {
+/// Runs a bind against `version` for a connection from `client`, which presented
+/// `peer_cert` in its TLS handshake: the new identity, or the error to answer.
+pub fn bind(
+    dir: &Directory,
+    version: &Version,
+    req: &BindRequest<'_>,
+    client: &Client,
+    peer_cert: Option<&CertificateDer<'_>>,
+) -> Result<Identity, OpError> {
     if req.version != 3 {
         return Err(OpError::protocol(format!(
             "LDAP version {} is not supported; this server speaks LDAPv3",
@@ -41,15 +52,10 @@ pub fn bind(dir: &Directory, version: &Version, req: &BindRequest<'_>) -> Result
     }
     let password_given = match req.authentication {
         Authentication::Simple(p) => p,
-        Authentication::Sasl { mechanism, .. } => {
-            return Err(OpError::new(
-                ResultCode::AUTH_METHOD_NOT_SUPPORTED,
-                format!(
-                    "SASL mechanism `{}` is not supported: no SASL mechanism is enabled",
-                    String::from_utf8_lossy(mechanism)
-                ),
-            ))
-        }
+        Authentication::Sasl {
+            mechanism,
+            credentials,
+        } => return sasl::bind(dir, version, mechanism, credentials, client, peer_cert),
         Authentication::Other { tag, .. } => {
             return Err(OpError::new(
                 ResultCode::AUTH_METHOD_NOT_SUPPORTED,
@@ -81,12 +87,20 @@ pub fn bind(dir: &Directory, version: &Version, req: &BindRequest<'_>) -> Result
                 ))
             }
         }
-        (false, false) => simple(dir, version, req.name, password_given),
+        (false, false) => {
+            confidentiality::require_tls(dir, client, "a simple bind with a password")?;
+            simple(dir, version, req.name, password_given)
+        }
     }
 }
 
-/// A name/password bind.
-fn simple(dir: &Directory, version: &Version, name: &[u8], given: &[u8]) -> Result<Identity, OpError> {
+/// A name/password bind (also SASL PLAIN's check).
+pub(crate) fn simple(
+    dir: &Directory,
+    version: &Version,
+    name: &[u8],
+    given: &[u8],
+) -> Result<Identity, OpError> {
     let invalid = || OpError::new(ResultCode::INVALID_CREDENTIALS, "invalid credentials");
     if name.len() > MAX_BIND_DN_BYTES {
         return Err(invalid());

@@ -1,5 +1,8 @@
 //! Authentication: checking credentials (the userPassword storage schemes in
-//! [`password`]).
+//! [`password`]), SASL mechanisms ([`sasl`]), and the confidentiality policy
+//! ([`confidentiality`]).
 
 pub mod bind;
+pub mod confidentiality;
 pub mod password;
+pub mod sasl;

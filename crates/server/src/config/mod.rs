@@ -26,6 +26,9 @@ mod duration;
 mod error;
 mod listen;
 mod raw;
+mod sasl;
+mod security;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -42,6 +45,9 @@ use larch_store::StoreOptions;
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
 pub use listen::ListenUrl;
+pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
+pub use security::{RequireTls, SecuritySettings};
+pub use tls::{ClientCertificates, TlsSettings};
 
 use raw::{RawConfig, RawDuration};
 
@@ -153,6 +159,12 @@ pub struct ServerConfig {
     pub indexes: IndexConfig,
     /// `[limits]`: protections against heavy or hostile clients.
     pub limits: Limits,
+    /// `[tls]`: certificate and key (`None`: no TLS).
+    pub tls: Option<TlsSettings>,
+    /// `[security]`: the confidentiality policy.
+    pub security: SecuritySettings,
+    /// `[sasl]`: SASL mechanisms and the EXTERNAL mapping.
+    pub sasl: SaslSettings,
 }
 
 /// `[server]`.
@@ -273,6 +285,9 @@ impl Default for ServerConfig {
                 time_limit: DEFAULT_TIME_LIMIT,
                 lookthrough_limit: DEFAULT_LOOKTHROUGH_LIMIT,
             },
+            tls: None,
+            security: SecuritySettings::default(),
+            sasl: SaslSettings::default(),
         }
     }
 }
@@ -281,13 +296,23 @@ impl ServerConfig {
     /// Reads a configuration from TOML text; relative paths are taken from the current
     /// directory. Errors say `configuration` where a file's errors give its path.
     pub fn from_toml_str(text: &str) -> Result<ServerConfig, ConfigError> {
-        Self::parse(text, None).map_err(|e| e.with_origin(&Origin::Text))
+        Self::parse(text, None, |_| {}).map_err(|e| e.with_origin(&Origin::Text))
     }
 
     /// Reads a configuration file; relative paths in it (`server.data_dir`, `schema.files`)
     /// are taken from the file's directory, so the file means the same wherever the server
     /// is started from. Every error names the file.
     pub fn load(path: impl AsRef<Path>) -> Result<ServerConfig, ConfigError> {
+        Self::load_with(path, |_| {})
+    }
+
+    /// [`ServerConfig::load`], with `adjust` applied to the configuration before it is
+    /// validated (`larch serve --demo-tls` turns TLS on there, so that the file's
+    /// `ldaps://` listeners are accepted).
+    pub fn load_with(
+        path: impl AsRef<Path>,
+        adjust: impl FnOnce(&mut ServerConfig),
+    ) -> Result<ServerConfig, ConfigError> {
         let path = path.as_ref();
         let read_err = |source| ConfigError::Read {
             path: path.to_path_buf(),
@@ -304,10 +329,14 @@ impl ServerConfig {
             ))));
         }
         let base = path.parent().unwrap_or(Path::new(""));
-        Self::parse(&text, Some(base)).map_err(|e| e.with_origin(&Origin::File(path.to_path_buf())))
+        Self::parse(&text, Some(base), adjust).map_err(|e| e.with_origin(&Origin::File(path.to_path_buf())))
     }
 
-    fn parse(text: &str, base: Option<&Path>) -> Result<ServerConfig, ConfigError> {
+    fn parse(
+        text: &str,
+        base: Option<&Path>,
+        adjust: impl FnOnce(&mut ServerConfig),
+    ) -> Result<ServerConfig, ConfigError> {
         if let Err(e) = text.parse::<toml::Table>() {
             return Err(ConfigError::Syntax {
                 origin: Origin::Text,
@@ -333,7 +362,11 @@ impl ServerConfig {
             for f in &mut config.schema.files {
                 *f = base.join(&*f);
             }
+            if let Some(t) = &mut config.tls {
+                t.resolve_paths(base);
+            }
         }
+        adjust(&mut config);
         config.validate()?;
         Ok(config)
     }
@@ -477,6 +510,15 @@ impl ServerConfig {
                 lim.time_limit = duration("limits.time_limit", &d)?;
             }
         }
+        if let Some(t) = raw.tls {
+            c.tls = Some(TlsSettings::from_raw(t)?);
+        }
+        if let Some(s) = raw.security {
+            c.security.apply(s)?;
+        }
+        if let Some(s) = raw.sasl {
+            c.sasl.apply(s)?;
+        }
         Ok(c)
     }
 
@@ -509,6 +551,7 @@ impl ServerConfig {
                 ));
             }
         }
+        tls::check_listeners(&s.listen, self.tls.as_ref())?;
         if s.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::invalid("server.data_dir", "must not be empty"));
         }

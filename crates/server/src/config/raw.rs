@@ -18,6 +18,9 @@ pub(crate) struct RawConfig {
     pub store: Option<RawStore>,
     pub indexes: Option<BTreeMap<String, Vec<String>>>,
     pub limits: Option<RawLimits>,
+    pub tls: Option<super::tls::RawTls>,
+    pub security: Option<super::security::RawSecurity>,
+    pub sasl: Option<super::sasl::RawSasl>,
 }
 
 /// `[server]`.

@@ -6,8 +6,10 @@
 //! written), `supportedControl` ([`crate::controls::SUPPORTED_CONTROLS`]),
 //! `supportedExtension` ([`super::SUPPORTED_EXTENSIONS`]), `supportedFeatures`
 //! ([`super::SUPPORTED_FEATURES`]), `supportedLDAPVersion: 3`, `vendorName`,
-//! `vendorVersion` (RFC 3045), and the computed `entryDN` (empty) and `subschemaSubentry`.
-//! `supportedSASLMechanisms` is absent: no SASL mechanism is offered.
+//! `vendorVersion` (RFC 3045), `supportedSASLMechanisms` (the mechanisms a client can use
+//! here, [`crate::auth::sasl::advertised`]; absent when none), and the computed `entryDN`
+//! (empty) and `subschemaSubentry`. StartTLS is in `supportedExtension` only when TLS is
+//! configured.
 
 use super::{Builder, DseEntry};
 use crate::controls::SUPPORTED_CONTROLS;
@@ -28,7 +30,16 @@ pub fn root_dse(dir: &Directory) -> DseEntry {
     let contexts: Vec<&str> = dir.config.suffixes().collect();
     b.add(schema, "namingContexts", &contexts);
     b.add(schema, "supportedControl", &SUPPORTED_CONTROLS);
-    b.add(schema, "supportedExtension", super::SUPPORTED_EXTENSIONS);
+    let mut extensions = super::SUPPORTED_EXTENSIONS.to_vec();
+    if dir.config.tls.is_some() {
+        extensions.push(larch_proto::exop::START_TLS);
+    }
+    b.add(schema, "supportedExtension", &extensions);
+    b.add(
+        schema,
+        "supportedSASLMechanisms",
+        &crate::auth::sasl::advertised(dir),
+    );
     b.add(schema, "supportedFeatures", super::SUPPORTED_FEATURES);
     b.add(schema, "supportedLDAPVersion", &["3"]);
     b.add(schema, "vendorName", &[VENDOR_NAME]);

@@ -1,8 +1,9 @@
 //! The network front end: listeners, connection limits, and orderly shutdown.
 //!
-//! [`run`] binds every `ldap://` URL of `server.listen`, accepts connections (each counted
-//! against the connection limits and served by [`crate::session::serve`] on the tokio
-//! runtime), and on shutdown:
+//! [`run`] binds every URL of `server.listen` (`ldaps://` ones need `[tls]`: their
+//! connections start with the TLS handshake; `ldap://` ones offer StartTLS when TLS is
+//! configured), accepts connections (each counted against the connection limits and
+//! served by [`crate::session::serve`] on the tokio runtime), and on shutdown:
 //! 1. stops accepting and tells every connection to stop reading requests;
 //! 2. waits up to [`SHUTDOWN_GRACE`] for operations in flight to finish (every write
 //!    already handed to the store is answered);
@@ -49,6 +50,21 @@ pub enum ServeError {
     NoTls(String),
 }
 
+/// A bound listener, as [`run`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// The address the socket is bound to.
+    pub addr: SocketAddr,
+    /// `ldaps://` (TLS from the first byte).
+    pub tls: bool,
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}", if self.tls { "ldaps" } else { "ldap" }, self.addr)
+    }
+}
+
 /// What shutdown needs of a live connection: its close flag and its operations.
 type LiveConnection = (Arc<Closing>, Arc<InFlight>);
 
@@ -87,11 +103,11 @@ impl Registry {
 }
 
 /// Serves `dir` on its configured listen URLs until `shutdown` completes. `ready` is
-/// called with the bound addresses once every listener is up.
+/// called with the bound listeners once every one is up.
 pub async fn run(
     dir: Arc<Directory>,
     shutdown: impl Future<Output = ()>,
-    ready: impl FnOnce(&[SocketAddr]),
+    ready: impl FnOnce(&[Bound]),
 ) -> Result<(), ServeError> {
     let mut listeners = Vec::new();
     for url in &dir.config.server.listen {
@@ -101,26 +117,30 @@ pub async fn run(
             url.host,
             url.port
         );
-        if url.tls {
+        if url.tls && dir.tls.is_none() {
             return Err(ServeError::NoTls(text));
         }
         let host = url.host.trim_start_matches('[').trim_end_matches(']');
         let listener = TcpListener::bind((host, url.port))
             .await
             .map_err(|source| ServeError::Bind { url: text, source })?;
-        listeners.push(listener);
+        listeners.push((listener, url.tls));
     }
-    let addrs: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
-    ready(&addrs);
+    let bound: Vec<Bound> = listeners
+        .iter()
+        .filter_map(|(l, tls)| l.local_addr().ok().map(|addr| Bound { addr, tls: *tls }))
+        .collect();
+    ready(&bound);
 
     let limits = &dir.config.limits;
     let conn_limits = ConnectionLimits::new(limits.max_connections, limits.max_connections_per_ip);
     let registry = Arc::new(Registry::default());
     let (drain_tx, drain_rx) = watch::channel(false);
     let mut accepters = Vec::new();
-    for listener in listeners {
+    for (listener, ldaps) in listeners {
         accepters.push(tokio::spawn(accept_loop(
             listener,
+            ldaps,
             dir.clone(),
             conn_limits.clone(),
             registry.clone(),
@@ -146,6 +166,7 @@ pub async fn run(
 
 async fn accept_loop(
     listener: TcpListener,
+    ldaps: bool,
     dir: Arc<Directory>,
     limits: Arc<ConnectionLimits>,
     registry: Arc<Registry>,
@@ -168,6 +189,7 @@ async fn accept_loop(
                 let ctx = ConnectionContext {
                     dir: dir.clone(),
                     draining: draining.clone(),
+                    ldaps,
                 };
                 let registry = registry.clone();
                 tokio::spawn(async move {
@@ -176,6 +198,9 @@ async fn accept_loop(
                     drop(slot);
                 });
             }
+            // On an `ldaps://` listener the client expects a TLS handshake, not a plaintext
+            // notice: it is just closed.
+            Err(_) if ldaps => drop(stream),
             Err(refusal) => {
                 tokio::spawn(refuse(stream, refusal.to_string()));
             }

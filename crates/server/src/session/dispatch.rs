@@ -16,6 +16,7 @@ use larch_store::{StoreError, WriteTxn};
 use super::inflight::{OpClass, OpGuard, StopRequest};
 use super::Session;
 use crate::auth::bind::bind;
+use crate::auth::confidentiality;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::identity::Identity;
@@ -58,7 +59,7 @@ fn envelope(pdu: &[u8]) -> Option<(MessageId, u8)> {
 }
 
 /// Appends a response of any kind carrying `error`.
-fn write_op_error(out: &mut Vec<u8>, id: MessageId, response: u8, error: &OpError) {
+pub(super) fn write_op_error(out: &mut Vec<u8>, id: MessageId, response: u8, error: &OpError) {
     match response {
         op_tag::BIND_RESPONSE => error.with_result(|result| {
             write_message(
@@ -175,7 +176,7 @@ impl Session {
                 let all = self.permits.clone().acquire_many_owned(self.max_ops).await;
                 let result = RequestControls::parse(msg.controls, OpKind::Bind).and_then(|_| {
                     let version = self.reader.current();
-                    bind(&self.dir, version, &req)
+                    bind(&self.dir, version, &req, &self.client, self.peer_cert.as_ref())
                 });
                 drop(all);
                 self.paged_reset();
@@ -366,6 +367,7 @@ impl Session {
         kind: OpKind,
     ) -> Result<RequestControls<'a>, OpError> {
         let controls = RequestControls::parse(controls, kind)?;
+        confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
         if !self.identity.is_authenticated() {
             return Err(OpError::new(
                 ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
@@ -443,8 +445,8 @@ impl Session {
         );
     }
 
-    /// Extended operations: WhoAmI, Cancel; StartTLS is refused until TLS is configured;
-    /// any other OID is a `protocolError` naming it.
+    /// Extended operations: WhoAmI, Cancel, StartTLS (`starttls.rs`); any other OID is a
+    /// `protocolError` naming it.
     fn extended(&mut self, id: MessageId, req: ExtendedRequest<'_>, msg: LdapMessage<'_>, out: &mut Vec<u8>) {
         if let Err(e) = RequestControls::parse(msg.controls, OpKind::Extended) {
             return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
@@ -482,15 +484,7 @@ impl Session {
                 ),
                 Ok(cancel) => self.cancel(id, cancel.cancel_id, out),
             },
-            exop::START_TLS => write_op_error(
-                out,
-                id,
-                op_tag::EXTENDED_RESPONSE,
-                &OpError::new(
-                    ResultCode::UNAVAILABLE,
-                    "StartTLS: TLS is not configured on this server",
-                ),
-            ),
+            exop::START_TLS => self.start_tls_request(id, req.value.is_some(), out),
             _ => write_op_error(
                 out,
                 id,
@@ -547,7 +541,7 @@ impl Session {
     }
 
     /// Forgets paged searches (after a bind, pages belong to the old identity).
-    fn paged_reset(&mut self) {
+    pub(super) fn paged_reset(&mut self) {
         let mut p = self.paged.lock().unwrap_or_else(|e| e.into_inner());
         *p = Default::default();
     }

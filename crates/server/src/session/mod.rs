@@ -15,7 +15,11 @@
 //!    Cancel can find them, and each holds one of the connection's
 //!    `max_ops_per_connection` permits; when none is left, the reading side waits;
 //! 5. Bind waits until no operation is in flight (it changes who later operations run
-//!    as), and no new request is read meanwhile.
+//!    as), and no new request is read meanwhile;
+//! 6. on an `ldaps://` listener the TLS handshake comes first ([`crate::tls`]); on an
+//!    `ldap://` one, StartTLS ([`starttls`]) answers in plaintext, then the writing side
+//!    hands its half of the socket back and the handshake runs on the whole socket; the
+//!    halves of the protected stream ([`stream`]) then serve the rest of the connection.
 //!
 //! Hostile input: a PDU that cannot be framed or whose envelope does not decode gets a
 //! Notice of Disconnection (`protocolError`) and the connection closes; a PDU whose
@@ -24,6 +28,8 @@
 
 mod dispatch;
 pub mod inflight;
+mod starttls;
+mod stream;
 mod writer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +38,8 @@ use std::sync::{Arc, Mutex};
 use larch_proto::frame::{frame, Frame};
 use larch_proto::LdapMessage;
 use larch_store::StoreReader;
-use tokio::io::AsyncReadExt;
+use rustls_pki_types::CertificateDer;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify, Semaphore};
 
@@ -41,6 +48,7 @@ use crate::directory::Directory;
 use crate::identity::Identity;
 use crate::search::PagedSearches;
 use inflight::InFlight;
+use stream::Conn;
 
 pub use writer::{MAX_COALESCED_BYTES, OUT_QUEUE_CHUNKS};
 
@@ -88,6 +96,8 @@ pub struct ConnectionContext {
     /// Set when the server stops accepting requests (shutdown): connections stop reading,
     /// let their operations finish, and close.
     pub draining: tokio::sync::watch::Receiver<bool>,
+    /// True on an `ldaps://` listener: the TLS handshake comes before the first request.
+    pub ldaps: bool,
 }
 
 /// The state of one connection, owned by its reading side.
@@ -105,6 +115,10 @@ pub(crate) struct Session {
     done_tx: mpsc::UnboundedSender<Vec<u8>>,
     /// Set when the connection must stop reading (Unbind, an undecodable PDU).
     stop_reading: bool,
+    /// The certificate the client presented in the TLS handshake (SASL EXTERNAL).
+    peer_cert: Option<CertificateDer<'static>>,
+    /// Set when StartTLS succeeded: the handshake follows once the response is sent.
+    start_tls: bool,
 }
 
 /// Serves one accepted connection from `peer` until it closes. `closing` lets the server
@@ -117,23 +131,40 @@ pub async fn serve(
     inflight: Arc<InFlight>,
 ) {
     let _ = stream.set_nodelay(true);
-    let (mut rd, wr) = stream.into_split();
+    let (conn, peer_cert) = if ctx.ldaps {
+        let Some(tls) = ctx.dir.tls.clone() else { return };
+        let handshake = tokio::select! {
+            h = tls.handshake(stream) => h,
+            _ = closing.closed() => None,
+        };
+        match handshake {
+            Some((s, cert)) => (Conn::Tls(Box::new(s)), cert),
+            None => return,
+        }
+    } else {
+        (Conn::Plain(stream), None)
+    };
+    let client = Client {
+        addr: Some(peer),
+        tls: matches!(conn, Conn::Tls(_)),
+    };
+    let (mut rd, wr) = conn.split();
     let limits = ctx.dir.config.limits.clone();
     let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE_CHUNKS);
     let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(writer::run(
+    let mut writer = Some(tokio::spawn(writer::run(
         wr,
         out_rx,
         done_rx,
         limits.write_timeout,
         closing.clone(),
-    ));
+    )));
     let max_ops = u32::try_from(limits.max_ops_per_connection.max(1)).unwrap_or(u32::MAX >> 4);
     let mut session = Session {
         reader: ctx.dir.reader(),
         dir: ctx.dir,
         identity: Arc::new(Identity::Anonymous),
-        client: Arc::new(Client::plain(peer)),
+        client: Arc::new(client),
         inflight,
         permits: Arc::new(Semaphore::new(max_ops as usize)),
         max_ops,
@@ -141,6 +172,8 @@ pub async fn serve(
         out_tx,
         done_tx,
         stop_reading: false,
+        peer_cert,
+        start_tls: false,
     };
     let mut draining = ctx.draining;
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -178,7 +211,7 @@ pub async fn serve(
                     let pdu = &buf[start..start + n];
                     start += n;
                     session.handle_pdu(pdu, &mut out).await;
-                    if session.stop_reading {
+                    if session.stop_reading || session.start_tls {
                         break;
                     }
                 }
@@ -201,6 +234,25 @@ pub async fn serve(
         if session.stop_reading {
             break;
         }
+        if session.start_tls {
+            session.start_tls = false;
+            // Octets after the StartTLS request: the client did not wait for the response.
+            // slapd hands them to its TLS negotiation, which fails and closes the
+            // connection; they are no handshake here either.
+            if start < buf.len() {
+                break;
+            }
+            buf.clear();
+            start = 0;
+            match session.upgrade(rd, writer.take(), &closing).await {
+                Some((r, w)) => {
+                    rd = r;
+                    writer = Some(w);
+                    continue;
+                }
+                None => break,
+            }
+        }
         // Keep unread octets at the front of the buffer.
         if start > 0 {
             buf.drain(..start);
@@ -213,7 +265,12 @@ pub async fn serve(
         session.inflight.abandon_all();
     }
     drop(session);
-    let _ = writer.await;
+    if let Some(writer) = writer {
+        if let Ok(Some(mut socket)) = writer.await {
+            let _ = tokio::time::timeout(limits.write_timeout, socket.shutdown()).await;
+        }
+    }
+    closing.close();
 }
 
 impl Session {

@@ -11,14 +11,18 @@
 //!
 //! A write that does not complete within the write timeout closes the connection: a
 //! client that stops reading is disconnected rather than holding buffers forever.
+//!
+//! When every sender is gone the task hands its half of the socket back (the session shuts
+//! it down, or, after StartTLS, runs the TLS handshake on it); after a failure it closes
+//! the connection and returns nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 
+use super::stream::ConnWrite;
 use super::Closing;
 
 /// Chunks the bounded queue holds before its senders wait.
@@ -27,14 +31,15 @@ pub const OUT_QUEUE_CHUNKS: usize = 64;
 /// Most octets gathered into one socket write (more waits for the next).
 pub const MAX_COALESCED_BYTES: usize = 256 * 1024;
 
-/// The writer task: runs until every sender is gone or the socket fails.
-pub async fn run(
-    mut socket: OwnedWriteHalf,
+/// The writer task: runs until every sender is gone (then returns the socket's half) or
+/// the socket fails (then closes the connection and returns `None`).
+pub(crate) async fn run(
+    mut socket: ConnWrite,
     mut out: mpsc::Receiver<Vec<u8>>,
     mut done: mpsc::UnboundedReceiver<Vec<u8>>,
     write_timeout: Duration,
     closing: Arc<Closing>,
-) {
+) -> Option<ConnWrite> {
     let mut out_open = true;
     let mut done_open = true;
     while out_open || done_open {
@@ -55,16 +60,20 @@ pub async fn run(
             }
         }
         if closing.is_closed() {
-            break;
+            return None;
         }
-        match tokio::time::timeout(write_timeout, socket.write_all(&buf)).await {
+        // The flush sends what TLS buffered; on a plain socket it does nothing.
+        let write = async {
+            socket.write_all(&buf).await?;
+            socket.flush().await
+        };
+        match tokio::time::timeout(write_timeout, write).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) | Err(_) => {
                 closing.close();
-                break;
+                return None;
             }
         }
     }
-    closing.close();
-    let _ = tokio::time::timeout(write_timeout, socket.shutdown()).await;
+    Some(socket)
 }
