@@ -6,13 +6,13 @@
 //! view of the store ([`search`]: planner, scopes, limits, aliases, referrals, paged
 //! results, sort; [`dse`]: the root DSE and `cn=Subschema`); writes ([`ops`]) are prepared
 //! on the connection and applied by the store's single writer, then answered once durable.
-//! [`auth`] decides Binds, [`controls`] reads request controls, [`error`] is the one place
+//! [`auth`] decides Binds (password schemes, the failed-bind throttle), [`controls`] reads request controls, [`error`] is the one place
 //! where failures become result codes, [`opattrs`] maintains the operational attributes,
 //! [`directory`] holds the shared state and sets up a new data directory, [`config`] reads
 //! `larch.toml`.
 //!
-//! Not built yet: TLS, SASL, Password Modify, access control, the access/audit logs and
-//! `cn=monitor` (the project's "security" issue and later work).
+//! Not built yet: TLS, SASL, access control, the access/audit logs and `cn=monitor` (the
+//! project's "security" issue and later work).
 
 #![forbid(unsafe_code)]
 

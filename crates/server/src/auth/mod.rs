@@ -1,5 +1,6 @@
-//! Authentication: checking credentials (the userPassword storage schemes in
-//! [`password`]).
+//! Authentication: the Bind decisions ([`bind`]), the userPassword storage schemes
+//! ([`password`]) and the failed-bind throttle ([`throttle`]).
 
 pub mod bind;
 pub mod password;
+pub mod throttle;

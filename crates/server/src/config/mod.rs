@@ -22,9 +22,11 @@
 //! passes it too (a test checks). The fields are public so that tools and tests can build
 //! a configuration in code; such a configuration should be validated before use.
 
+mod bind_throttle;
 mod duration;
 mod error;
 mod listen;
+mod password;
 mod raw;
 
 use std::collections::BTreeMap;
@@ -39,9 +41,14 @@ use larch_store::index::{IndexConfig, IndexConfigError, IndexKinds, ResolvedInde
 use larch_store::wal::SyncPolicy;
 use larch_store::StoreOptions;
 
+pub use bind_throttle::{
+    BindThrottleSettings, IpNetwork, DEFAULT_BIND_FAILURE_WINDOW, DEFAULT_BIND_INITIAL_DELAY,
+    DEFAULT_BIND_MAX_DELAY, DEFAULT_BIND_MAX_FAILURES, MAX_BIND_DELAY, MAX_EXEMPT_NETWORKS,
+};
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
 pub use listen::ListenUrl;
+pub use password::{DefaultScheme, PasswordSettings};
 
 use raw::{RawConfig, RawDuration};
 
@@ -153,6 +160,10 @@ pub struct ServerConfig {
     pub indexes: IndexConfig,
     /// `[limits]`: protections against heavy or hostile clients.
     pub limits: Limits,
+    /// `[password]`: how userPassword values are hashed and which stored forms verify.
+    pub password: PasswordSettings,
+    /// `[bind_throttle]`: failed binds from one address slow down its later binds.
+    pub bind_throttle: BindThrottleSettings,
 }
 
 /// `[server]`.
@@ -273,6 +284,8 @@ impl Default for ServerConfig {
                 time_limit: DEFAULT_TIME_LIMIT,
                 lookthrough_limit: DEFAULT_LOOKTHROUGH_LIMIT,
             },
+            password: PasswordSettings::default(),
+            bind_throttle: BindThrottleSettings::default(),
         }
     }
 }
@@ -477,6 +490,12 @@ impl ServerConfig {
                 lim.time_limit = duration("limits.time_limit", &d)?;
             }
         }
+        if let Some(p) = raw.password {
+            c.password = PasswordSettings::from_raw(p)?;
+        }
+        if let Some(t) = raw.bind_throttle {
+            c.bind_throttle = BindThrottleSettings::from_raw(t)?;
+        }
         Ok(c)
     }
 
@@ -530,6 +549,7 @@ impl ServerConfig {
             ));
         }
         self.validate_limits()?;
+        self.bind_throttle.validate()?;
         let env = &self.directory.admin_password_env;
         let env_ok = env
             .bytes()

@@ -18,6 +18,8 @@ pub(crate) struct RawConfig {
     pub store: Option<RawStore>,
     pub indexes: Option<BTreeMap<String, Vec<String>>>,
     pub limits: Option<RawLimits>,
+    pub password: Option<super::password::RawPassword>,
+    pub bind_throttle: Option<super::bind_throttle::RawBindThrottle>,
 }
 
 /// `[server]`.

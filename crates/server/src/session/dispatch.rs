@@ -15,7 +15,6 @@ use larch_store::{StoreError, WriteTxn};
 
 use super::inflight::{OpClass, OpGuard, StopRequest};
 use super::Session;
-use crate::auth::bind::bind;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::identity::Identity;
@@ -58,7 +57,7 @@ fn envelope(pdu: &[u8]) -> Option<(MessageId, u8)> {
 }
 
 /// Appends a response of any kind carrying `error`.
-fn write_op_error(out: &mut Vec<u8>, id: MessageId, response: u8, error: &OpError) {
+pub(super) fn write_op_error(out: &mut Vec<u8>, id: MessageId, response: u8, error: &OpError) {
     match response {
         op_tag::BIND_RESPONSE => error.with_result(|result| {
             write_message(
@@ -173,10 +172,10 @@ impl Session {
             ProtocolOp::BindRequest(req) => {
                 // Bind is a barrier: wait until nothing is in flight.
                 let all = self.permits.clone().acquire_many_owned(self.max_ops).await;
-                let result = RequestControls::parse(msg.controls, OpKind::Bind).and_then(|_| {
-                    let version = self.reader.current();
-                    bind(&self.dir, version, &req)
-                });
+                let result = match RequestControls::parse(msg.controls, OpKind::Bind) {
+                    Ok(_) => self.run_bind(&req).await,
+                    Err(e) => Err(e),
+                };
                 drop(all);
                 self.paged_reset();
                 match result {
@@ -347,6 +346,9 @@ impl Session {
                     Err(e) => write_error(out, id, op_tag::MODIFY_DN_RESPONSE, &e, &[]),
                 }
             }
+            ProtocolOp::ExtendedRequest(req) if req.name == exop::PASSWORD_MODIFY.as_bytes() => {
+                self.password_modify(id, req, msg, out).await
+            }
             ProtocolOp::ExtendedRequest(req) => self.extended(id, req, msg, out),
             other => {
                 notice_of_disconnection(
@@ -444,7 +446,8 @@ impl Session {
     }
 
     /// Extended operations: WhoAmI, Cancel; StartTLS is refused until TLS is configured;
-    /// any other OID is a `protocolError` naming it.
+    /// any other OID is a `protocolError` naming it. (Password Modify is dispatched to
+    /// `password_modify`, which is asynchronous.)
     fn extended(&mut self, id: MessageId, req: ExtendedRequest<'_>, msg: LdapMessage<'_>, out: &mut Vec<u8>) {
         if let Err(e) = RequestControls::parse(msg.controls, OpKind::Extended) {
             return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);

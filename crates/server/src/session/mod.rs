@@ -15,15 +15,18 @@
 //!    Cancel can find them, and each holds one of the connection's
 //!    `max_ops_per_connection` permits; when none is left, the reading side waits;
 //! 5. Bind waits until no operation is in flight (it changes who later operations run
-//!    as), and no new request is read meanwhile.
+//!    as), and no new request is read meanwhile; the failed-bind throttle may hold it back,
+//!    and a slow password check runs on a blocking thread (`bind.rs`).
 //!
 //! Hostile input: a PDU that cannot be framed or whose envelope does not decode gets a
 //! Notice of Disconnection (`protocolError`) and the connection closes; a PDU whose
 //! envelope decodes but whose operation does not gets that operation's response with
 //! `protocolError` and the connection goes on.
 
+mod bind;
 mod dispatch;
 pub mod inflight;
+mod password_modify;
 mod writer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
