@@ -11,7 +11,8 @@
 //!    organizationalUnit, `c` -> country, `l` -> locality); another RDN type is refused
 //!    with a message saying to import the suffix entry;
 //! 5. create the admin entry if it does not exist (organizationalRole +
-//!    simpleSecurityObject) with a hashed userPassword: the value of the environment
+//!    simpleSecurityObject) with a userPassword hashed in `[password] default_scheme`
+//!    ([`password::hash_new`]): the value of the environment
 //!    variable `directory.admin_password_env`, or a generated password returned in
 //!    [`Startup::generated_admin_password`] for the caller to print once; when the entry
 //!    exists and the variable is set to a password that does not verify, the stored hash
@@ -29,6 +30,7 @@ use larch_model::schema::{AttributeTypeId, Schema};
 use larch_store::{OpenReport, Store, StoreError, StoreReader};
 
 use crate::auth::password;
+use crate::auth::throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
@@ -97,6 +99,8 @@ pub struct Directory {
     pub user_password: AttributeTypeId,
     /// The TLS configuration (`None` without `[tls]`), reloadable.
     pub tls: Option<Arc<TlsState>>,
+    /// Failed binds per client address (`[bind_throttle]`).
+    pub bind_throttle: BindThrottle,
 }
 
 impl Directory {
@@ -114,6 +118,7 @@ impl Directory {
         let tls = config.tls.as_ref().map(TlsState::load).transpose()?.map(Arc::new);
         let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
         let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
+        let bind_throttle = BindThrottle::new(config.bind_throttle.clone());
         let dir = Directory {
             config,
             schema,
@@ -124,6 +129,7 @@ impl Directory {
             admin_dn,
             user_password,
             tls,
+            bind_throttle,
         };
         let mut startup = Startup {
             report,
@@ -173,15 +179,16 @@ impl Directory {
             Some(id) => {
                 let Some(p) = from_env else { return Ok(()) };
                 let view = version.entry(id).ok_or(StoreError::NoSuchEntry)?;
-                let verifies = view
-                    .attrs()
-                    .attribute(self.user_password)
-                    .any(|a| a.values.iter().any(|v| password::verify(p.as_bytes(), v)));
+                let verifies = view.attrs().attribute(self.user_password).any(|a| {
+                    a.values
+                        .iter()
+                        .any(|v| password::verify(p.as_bytes(), v, &self.config.password))
+                });
                 if !verifies {
                     let dn = Dn::parse(version.dn(id).as_bytes()).map_err(|e| setup_error("admin", e))?;
                     let mut entry = Entry::from_stored(dn, self.admin_dn.clone(), view.attrs());
-                    let hashed =
-                        password::hash(p.as_bytes()).map_err(|e| setup_error("admin password", e))?;
+                    let hashed = password::hash_new(&self.config.password, p.as_bytes())
+                        .map_err(|e| setup_error("admin password", e))?;
                     entry.set_values(self.user_password, &Options::none(), vec![hashed]);
                     on_modify(&mut entry, "", &OpStamp::now(&self.csn), &self.schema)?;
                     let stored = entry.to_stored();
@@ -202,7 +209,8 @@ impl Directory {
             .first()
             .ok_or_else(|| setup_error(text, "the admin DN is empty"))?;
         let mut entry = Entry::new(dn.clone(), self.admin_dn.clone());
-        let hashed = password::hash(password_text.as_bytes()).map_err(|e| setup_error(text, e))?;
+        let hashed = password::hash_new(&self.config.password, password_text.as_bytes())
+            .map_err(|e| setup_error(text, e))?;
         let mut values = vec![
             ("objectClass", b"organizationalRole".to_vec()),
             ("objectClass", b"simpleSecurityObject".to_vec()),

@@ -7,14 +7,15 @@
 //! results, sort; [`dse`]: the root DSE and `cn=Subschema`); writes ([`ops`]) are prepared
 //! on the connection and applied by the store's single writer, then answered once durable.
 //! [`tls`] holds the certificate and runs handshakes (`ldaps://`, StartTLS), [`auth`]
-//! decides Binds (simple, SASL EXTERNAL and PLAIN) and the confidentiality policy,
-//! [`controls`] reads request controls, [`error`] is the one place
+//! decides Binds (simple with every password scheme, SASL EXTERNAL and PLAIN, the
+//! failed-bind throttle) and the confidentiality policy, [`controls`] reads request
+//! controls, [`error`] is the one place
 //! where failures become result codes, [`opattrs`] maintains the operational attributes,
 //! [`directory`] holds the shared state and sets up a new data directory, [`config`] reads
 //! `larch.toml`.
 //!
-//! Not built yet: Password Modify, access control, the access/audit logs and
-//! `cn=monitor` (the project's "security" issue and later work).
+//! Not built yet: access control, the access/audit logs and `cn=monitor` (the project's
+//! "security" issue and later work).
 
 #![forbid(unsafe_code)]
 

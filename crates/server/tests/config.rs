@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use larch_model::schema::{BuiltinSchemas, Schema};
 use larch_server::config::{
-    ClientCertificates, ConfigError, ExternalMap, ListenUrl, RequireTls, SaslMechanisms, ServerConfig,
-    TlsSettings,
+    ClientCertificates, ConfigError, DefaultScheme, ExternalMap, IpNetwork, ListenUrl, RequireTls,
+    SaslMechanisms, ServerConfig, TlsSettings,
 };
 use larch_store::index::{IndexConfig, IndexKinds};
 use larch_store::wal::SyncPolicy;
@@ -87,8 +87,10 @@ fn documented_defaults_are_the_defaults() {
     assert_eq!(
         sections,
         [
+            "bind_throttle",
             "directory",
             "limits",
+            "password",
             "sasl",
             "schema",
             "security",
@@ -231,11 +233,29 @@ fn documented_example_parses_to_its_values() {
         c.sasl.external_map,
         ExternalMap::parse("uid={CN},ou=people,dc=corp,dc=example").unwrap()
     );
+    assert_eq!(c.password.default_scheme, DefaultScheme::Pbkdf2Sha512);
+    assert!(c.password.allow_cleartext);
+    let t = &c.bind_throttle;
+    assert!(!t.enabled);
+    assert_eq!(t.max_failures, 10);
+    assert_eq!(t.window, Duration::from_secs(300));
+    assert_eq!(t.initial_delay, Duration::from_millis(500));
+    assert_eq!(t.max_delay, Duration::from_secs(8));
+    assert!(t.exempt_loopback);
+    assert_eq!(
+        t.exempt,
+        [
+            IpNetwork::parse("192.0.2.10").unwrap(),
+            IpNetwork::parse("2001:db8:1::/48").unwrap()
+        ]
+    );
 
     // Every key of the example differs from its default, so each one is really read.
     let d = ServerConfig::default();
     assert_ne!(c.server, d.server);
     assert_ne!(c.directory.allow_anonymous_bind, d.directory.allow_anonymous_bind);
+    assert_ne!(c.password, d.password);
+    assert_ne!(c.bind_throttle, d.bind_throttle);
 
     let schema = Arc::new(c.schema().unwrap());
     let norm = c.normalized_suffixes(&schema).unwrap();
@@ -377,6 +397,31 @@ fn bad_values_are_refused_naming_the_key() {
         ("[limits]\nwrite_timeout = \"0\"", "limits.write_timeout"),
         ("[limits]\ntime_limit = 0", "limits.time_limit"),
         ("[limits]\nidle_timeout = \"15 minutes\"", "limits.idle_timeout"),
+        ("[password]\ndefault_scheme = \"md5\"", "password.default_scheme"),
+        (
+            "[password]\nallow_cleartext = \"yes\"",
+            "password.allow_cleartext",
+        ),
+        ("[password]\nhash = \"ssha\"", "password.hash"),
+        ("[bind_throttle]\nmax_failures = 0", "bind_throttle.max_failures"),
+        ("[bind_throttle]\nwindow = \"0\"", "bind_throttle.window"),
+        (
+            "[bind_throttle]\ninitial_delay = 0",
+            "bind_throttle.initial_delay",
+        ),
+        (
+            "[bind_throttle]\ninitial_delay = \"5s\"\nmax_delay = \"2s\"",
+            "bind_throttle.max_delay",
+        ),
+        ("[bind_throttle]\nmax_delay = \"2m\"", "bind_throttle.max_delay"),
+        (
+            "[bind_throttle]\nexempt = [\"10.0.0.0/40\"]",
+            "bind_throttle.exempt[0]",
+        ),
+        (
+            "[bind_throttle]\nexempt = [\"10.0.0.1\", \"gateway\"]",
+            "bind_throttle.exempt[1]",
+        ),
     ] {
         refused(text, key);
     }

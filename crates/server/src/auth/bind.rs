@@ -20,6 +20,14 @@
 //!    `invalidCredentials` (49), the same answer whether or not the entry exists.
 //!
 //! Whatever the outcome, a failed bind leaves the connection anonymous (RFC 4511 4.2.1).
+//!
+//! Step 6 is split so that the connection can run the password check where it belongs:
+//! [`stage`] makes decisions 1 to 5 and the lookup, and hands back a [`PasswordCheck`]
+//! that owns what it needs (the presented password, the entry's userPassword values, the
+//! identity to take on success). The connection runs it inline when every stored value is
+//! cheap ({SSHA} and the other digests) and on a blocking thread otherwise (argon2, PBKDF2,
+//! crypt; [`PasswordCheck::is_slow`]), after the failed-bind throttle
+//! ([`crate::auth::throttle`]) has had its say. [`bind`] does both steps inline.
 
 use larch_model::dn::NormDn;
 use larch_proto::{Authentication, BindRequest, ResultCode};
@@ -28,6 +36,7 @@ use rustls_pki_types::CertificateDer;
 
 use crate::auth::{confidentiality, password, sasl};
 use crate::client::Client;
+use crate::config::PasswordSettings;
 use crate::directory::Directory;
 use crate::error::OpError;
 use crate::identity::Identity;
@@ -35,8 +44,54 @@ use crate::identity::Identity;
 /// Longest bind DN looked at; a longer one cannot name an entry the store accepts.
 pub const MAX_BIND_DN_BYTES: usize = 16 * 1024;
 
+/// A bind after its decisions: done, or a password left to check.
+#[derive(Debug)]
+pub enum Staged {
+    /// Decided without a password check (anonymous, unauthenticated).
+    Done(Identity),
+    /// A name/password bind whose password is still to be checked.
+    Check(PasswordCheck),
+}
+
+/// A name/password bind's password check, owning everything it needs (it may run on
+/// another thread).
+#[derive(Debug)]
+pub struct PasswordCheck {
+    given: Vec<u8>,
+    /// The entry's userPassword values (none when there is no such entry).
+    stored: Vec<Vec<u8>>,
+    /// Who the connection becomes on success (`None`: no such entry).
+    identity: Option<Identity>,
+    settings: PasswordSettings,
+}
+
+impl PasswordCheck {
+    /// True when one of the stored values is of a slow scheme (argon2, PBKDF2, crypt), so
+    /// the check must not run on a connection thread.
+    pub fn is_slow(&self) -> bool {
+        self.stored
+            .iter()
+            .take(password::MAX_VALUES_CHECKED)
+            .any(|v| password::is_slow(v))
+    }
+
+    /// Checks the password: the identity, or `invalidCredentials` (49).
+    pub fn run(self) -> Result<Identity, OpError> {
+        match self.identity {
+            Some(identity) if password::verify_any(&self.given, &self.stored, &self.settings) => Ok(identity),
+            _ => Err(invalid_credentials()),
+        }
+    }
+}
+
+/// The one answer to a failed name/password bind, whatever failed.
+fn invalid_credentials() -> OpError {
+    OpError::new(ResultCode::INVALID_CREDENTIALS, "invalid credentials")
+}
+
 /// Runs a bind against `version` for a connection from `client`, which presented
-/// `peer_cert` in its TLS handshake: the new identity, or the error to answer.
+/// `peer_cert` in its TLS handshake, the password check inline: the new identity, or the
+/// error to answer.
 pub fn bind(
     dir: &Directory,
     version: &Version,
@@ -44,6 +99,20 @@ pub fn bind(
     client: &Client,
     peer_cert: Option<&CertificateDer<'_>>,
 ) -> Result<Identity, OpError> {
+    match stage(dir, version, req, client, peer_cert)? {
+        Staged::Done(identity) => Ok(identity),
+        Staged::Check(check) => check.run(),
+    }
+}
+
+/// Makes the bind's decisions (see the module documentation) up to the password check.
+pub fn stage(
+    dir: &Directory,
+    version: &Version,
+    req: &BindRequest<'_>,
+    client: &Client,
+    peer_cert: Option<&CertificateDer<'_>>,
+) -> Result<Staged, OpError> {
     if req.version != 3 {
         return Err(OpError::protocol(format!(
             "LDAP version {} is not supported; this server speaks LDAPv3",
@@ -55,7 +124,7 @@ pub fn bind(
         Authentication::Sasl {
             mechanism,
             credentials,
-        } => return sasl::bind(dir, version, mechanism, credentials, client, peer_cert),
+        } => return sasl::bind(dir, version, mechanism, credentials, client, peer_cert).map(Staged::Done),
         Authentication::Other { tag, .. } => {
             return Err(OpError::new(
                 ResultCode::AUTH_METHOD_NOT_SUPPORTED,
@@ -67,7 +136,7 @@ pub fn bind(
     match (req.name.is_empty(), password_given.is_empty()) {
         (true, true) => {
             if settings.allow_anonymous_bind {
-                Ok(Identity::Anonymous)
+                Ok(Staged::Done(Identity::Anonymous))
             } else {
                 Err(OpError::new(
                     ResultCode::INAPPROPRIATE_AUTHENTICATION,
@@ -80,7 +149,7 @@ pub fn bind(
         )),
         (false, true) => {
             if settings.allow_unauthenticated_bind {
-                Ok(Identity::Anonymous)
+                Ok(Staged::Done(Identity::Anonymous))
             } else {
                 Err(OpError::unwilling(
                     "unauthenticated bind (a DN with an empty password) is not allowed (RFC 4513 section 5.1.2)",
@@ -89,41 +158,46 @@ pub fn bind(
         }
         (false, false) => {
             confidentiality::require_tls(dir, client, "a simple bind with a password")?;
-            simple(dir, version, req.name, password_given)
+            simple(dir, version, req.name, password_given).map(Staged::Check)
         }
     }
 }
 
-/// A name/password bind (also SASL PLAIN's check).
+/// A name/password bind: the lookup, and the check to run (also SASL PLAIN's).
 pub(crate) fn simple(
     dir: &Directory,
     version: &Version,
     name: &[u8],
     given: &[u8],
-) -> Result<Identity, OpError> {
-    let invalid = || OpError::new(ResultCode::INVALID_CREDENTIALS, "invalid credentials");
+) -> Result<PasswordCheck, OpError> {
+    let mut check = PasswordCheck {
+        given: given.to_vec(),
+        stored: Vec::new(),
+        identity: None,
+        settings: dir.config.password.clone(),
+    };
     if name.len() > MAX_BIND_DN_BYTES {
-        return Err(invalid());
+        return Ok(check);
     }
     let (_, norm) = NormDn::parse(name, &*dir.schema)
         .map_err(|e| OpError::new(ResultCode::INVALID_DN_SYNTAX, format!("bind DN: {e}")))?;
     let Some(id) = version.find(&norm) else {
-        return Err(invalid());
+        return Ok(check);
     };
     let Some(entry) = version.entry(id) else {
-        return Err(invalid());
+        return Ok(check);
     };
-    let ok = entry
+    check.stored = entry
         .attrs()
         .attribute(dir.user_password)
-        .any(|a| a.values.iter().any(|stored| password::verify(given, stored)));
-    if !ok {
-        return Err(invalid());
-    }
+        .flat_map(|a| a.values.iter().map(<[u8]>::to_vec).collect::<Vec<_>>())
+        .take(password::MAX_VALUES_CHECKED)
+        .collect();
     let admin = norm == dir.admin_dn;
-    Ok(Identity::Dn {
+    check.identity = Some(Identity::Dn {
         dn: version.dn(id),
         norm,
         admin,
-    })
+    });
+    Ok(check)
 }

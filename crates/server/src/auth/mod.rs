@@ -1,8 +1,9 @@
-//! Authentication: checking credentials (the userPassword storage schemes in
-//! [`password`]), SASL mechanisms ([`sasl`]), and the confidentiality policy
-//! ([`confidentiality`]).
+//! Authentication: the Bind decisions ([`bind`]), the userPassword storage schemes
+//! ([`password`]), SASL mechanisms ([`sasl`]), the confidentiality policy
+//! ([`confidentiality`]) and the failed-bind throttle ([`throttle`]).
 
 pub mod bind;
 pub mod confidentiality;
 pub mod password;
 pub mod sasl;
+pub mod throttle;

@@ -28,6 +28,7 @@ use rustls_pki_types::CertificateDer;
 
 use crate::auth::bind::{simple, MAX_BIND_DN_BYTES};
 use crate::auth::confidentiality;
+use crate::auth::password::gate;
 use crate::client::Client;
 use crate::config::{ExternalMap, MapSegment, RequireTls};
 use crate::directory::Directory;
@@ -223,7 +224,14 @@ fn plain(
             "SASL PLAIN: the authentication identity must be `dn:<DN>` or a DN (user names are not mapped)",
         ));
     }
-    let identity = simple(dir, version, name, msg.password).map_err(|e| {
+    let checked = simple(dir, version, name, msg.password).and_then(|check| {
+        if check.is_slow() {
+            gate::blocking_section(|| check.run())
+        } else {
+            check.run()
+        }
+    });
+    let identity = checked.map_err(|e| {
         if e.code == ResultCode::INVALID_DN_SYNTAX {
             OpError::new(
                 ResultCode::INVALID_CREDENTIALS,

@@ -22,9 +22,11 @@
 //! passes it too (a test checks). The fields are public so that tools and tests can build
 //! a configuration in code; such a configuration should be validated before use.
 
+mod bind_throttle;
 mod duration;
 mod error;
 mod listen;
+mod password;
 mod raw;
 mod sasl;
 mod security;
@@ -42,9 +44,14 @@ use larch_store::index::{IndexConfig, IndexConfigError, IndexKinds, ResolvedInde
 use larch_store::wal::SyncPolicy;
 use larch_store::StoreOptions;
 
+pub use bind_throttle::{
+    BindThrottleSettings, IpNetwork, DEFAULT_BIND_FAILURE_WINDOW, DEFAULT_BIND_INITIAL_DELAY,
+    DEFAULT_BIND_MAX_DELAY, DEFAULT_BIND_MAX_FAILURES, MAX_BIND_DELAY, MAX_EXEMPT_NETWORKS,
+};
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
 pub use listen::ListenUrl;
+pub use password::{DefaultScheme, PasswordSettings};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
 pub use tls::{ClientCertificates, TlsSettings};
@@ -165,6 +172,10 @@ pub struct ServerConfig {
     pub security: SecuritySettings,
     /// `[sasl]`: SASL mechanisms and the EXTERNAL mapping.
     pub sasl: SaslSettings,
+    /// `[password]`: how userPassword values are hashed and which stored forms verify.
+    pub password: PasswordSettings,
+    /// `[bind_throttle]`: failed binds from one address slow down its later binds.
+    pub bind_throttle: BindThrottleSettings,
 }
 
 /// `[server]`.
@@ -288,6 +299,8 @@ impl Default for ServerConfig {
             tls: None,
             security: SecuritySettings::default(),
             sasl: SaslSettings::default(),
+            password: PasswordSettings::default(),
+            bind_throttle: BindThrottleSettings::default(),
         }
     }
 }
@@ -519,6 +532,12 @@ impl ServerConfig {
         if let Some(s) = raw.sasl {
             c.sasl.apply(s)?;
         }
+        if let Some(p) = raw.password {
+            c.password = PasswordSettings::from_raw(p)?;
+        }
+        if let Some(t) = raw.bind_throttle {
+            c.bind_throttle = BindThrottleSettings::from_raw(t)?;
+        }
         Ok(c)
     }
 
@@ -573,6 +592,7 @@ impl ServerConfig {
             ));
         }
         self.validate_limits()?;
+        self.bind_throttle.validate()?;
         let env = &self.directory.admin_password_env;
         let env_ok = env
             .bytes()

@@ -21,6 +21,8 @@ pub(crate) struct RawConfig {
     pub tls: Option<super::tls::RawTls>,
     pub security: Option<super::security::RawSecurity>,
     pub sasl: Option<super::sasl::RawSasl>,
+    pub password: Option<super::password::RawPassword>,
+    pub bind_throttle: Option<super::bind_throttle::RawBindThrottle>,
 }
 
 /// `[server]`.

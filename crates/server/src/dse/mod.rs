@@ -23,8 +23,13 @@ use larch_proto::SeqOf;
 use crate::search::{write_partial_attribute, Selection};
 
 /// The extended operations the server implements, as the root DSE publishes them
-/// (`supportedExtension`): Who am I? (RFC 4532) and Cancel (RFC 3909).
-pub const SUPPORTED_EXTENSIONS: &[&str] = &["1.3.6.1.4.1.4203.1.11.3", "1.3.6.1.1.8"];
+/// (`supportedExtension`): Who am I? (RFC 4532), Cancel (RFC 3909) and Password Modify
+/// (RFC 3062).
+pub const SUPPORTED_EXTENSIONS: &[&str] = &[
+    "1.3.6.1.4.1.4203.1.11.3",
+    "1.3.6.1.1.8",
+    "1.3.6.1.4.1.4203.1.11.1",
+];
 
 /// The features the root DSE publishes (`supportedFeatures`): all operational attributes
 /// by `+` (RFC 3673), absolute true and false filters (RFC 4526), language tag and range

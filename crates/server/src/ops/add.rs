@@ -12,7 +12,9 @@
 //!    another value (64);
 //! 4. the DN lies within a naming context (`unwillingToPerform`, 53);
 //! 5. no NO-USER-MODIFICATION attribute is given, whoever asks (`constraintViolation`, 19);
-//! 6. the entry passes the schema check (`larch_model::entry::check::check_entry`).
+//! 6. the entry passes the schema check (`larch_model::entry::check::check_entry`);
+//! 7. userPassword values are hashed, or refused when pre-hashed by anyone but the
+//!    administrator (`constraintViolation`, 19; see [`super::userpassword`]).
 //!
 //! [`apply_add`], on the writer thread:
 //! 1. the operational attributes are set from the operation's stamp;
@@ -31,7 +33,8 @@ use larch_store::{Lookup, WriteTxn};
 use super::assertion::PreparedAssertion;
 use super::read_entry::ReadControls;
 use super::{
-    check_in_naming_context, check_naming_attributes, check_special, equality_key, Target, WriteContext,
+    check_in_naming_context, check_naming_attributes, check_special, equality_key, userpassword, Target,
+    WriteContext,
 };
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
@@ -102,6 +105,7 @@ pub fn prepare_add(
         check_user_modifiable(a.ty, schema)?;
     }
     let checked = check_entry(&entry, schema)?;
+    userpassword::prepare_entry(ctx, &mut entry, &shown)?;
     Ok(PreparedAdd {
         naming_context: dir.suffixes.contains(&entry.norm_dn),
         entry,

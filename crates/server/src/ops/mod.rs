@@ -25,7 +25,9 @@
 //!   post-read) and the connection encodes the result;
 //! - referrals and access control are decided before these functions are called.
 //!
-//! Compare ([`compare::compare`]) is a read: it runs inline on a [`Version`].
+//! Compare ([`compare::compare`]) is a read: it runs inline on a [`Version`]. The Password
+//! Modify extended operation ([`password_modify`], RFC 3062) is a write in the same two
+//! halves; userPassword values of Add and Modify are hashed in [`userpassword`].
 //!
 //! [`WriteTxn`]: larch_store::WriteTxn
 //! [`OpStamp::now`]: crate::opattrs::OpStamp::now
@@ -37,13 +39,16 @@ pub mod compare;
 pub mod delete;
 pub mod modify;
 pub mod modify_dn;
+pub mod password_modify;
 pub mod read_entry;
+pub mod userpassword;
 
 pub use add::{apply_add, prepare_add, PreparedAdd};
 pub use compare::compare;
 pub use delete::{apply_delete, prepare_delete, PreparedDelete, MAX_SUBTREE_DELETE};
 pub use modify::{apply_modify, prepare_modify, PreparedModify};
 pub use modify_dn::{apply_modify_dn, prepare_modify_dn, PreparedModifyDn};
+pub use password_modify::{apply_password_modify, prepare_password_modify, PreparedPasswordModify};
 
 use larch_model::dn::{Ava, NormDn};
 use larch_model::schema::Schema;

@@ -6,7 +6,10 @@
 //! 2. each change names a known attribute type (`undefinedAttributeType`, 17); an add
 //!    carries values and an increment exactly one (`protocolError`, 2); no change touches a
 //!    NO-USER-MODIFICATION type (`constraintViolation`, 19);
-//! 3. the change list is copied so that the prepared operation owns it.
+//! 3. the change list is copied so that the prepared operation owns it; userPassword
+//!    values are hashed on the way, a pre-hashed one is refused unless the administrator
+//!    writes it (`constraintViolation`, 19), and a delete may name a password in cleartext
+//!    (see [`super::userpassword`]).
 //!
 //! [`apply_modify`], on the writer thread:
 //! 1. the entry exists (`noSuchObject`, 32, with matchedDN) and matches the Assertion
@@ -27,7 +30,7 @@ use larch_store::WriteTxn;
 
 use super::assertion::PreparedAssertion;
 use super::read_entry::ReadControls;
-use super::{check_target, find_entry, Target, WriteContext};
+use super::{check_target, find_entry, userpassword, Target, WriteContext};
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::opattrs::{on_modify, OpStamp};
@@ -62,9 +65,11 @@ pub fn prepare_modify(
     let (dn, norm) = NormDn::parse(req.object, schema)?;
     let shown = dn.to_string();
     check_target(dir, &norm, &shown, Target::Modify)?;
+    let mut touches_password = false;
     for change in req.changes.iter() {
         let m = &change.modification;
         let (ty, _) = resolve_description(m.description, schema)?;
+        touches_password |= ty == dir.user_password;
         let name = String::from_utf8_lossy(m.description);
         match change.operation {
             ModifyOperation::Add if m.values.is_empty() => {
@@ -81,8 +86,13 @@ pub fn prepare_modify(
         }
         check_user_modifiable(ty, schema)?;
     }
-    let mut changes = Vec::new();
-    req.changes.encode_contents(&mut Writer::new(&mut changes));
+    let changes = if touches_password {
+        userpassword::rewrite_changes(ctx, &req.changes, &norm, &shown)?
+    } else {
+        let mut changes = Vec::new();
+        req.changes.encode_contents(&mut Writer::new(&mut changes));
+        changes
+    };
     Ok(PreparedModify {
         dn,
         norm,

@@ -15,7 +15,6 @@ use larch_store::{StoreError, WriteTxn};
 
 use super::inflight::{OpClass, OpGuard, StopRequest};
 use super::Session;
-use crate::auth::bind::bind;
 use crate::auth::confidentiality;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::error::OpError;
@@ -174,10 +173,10 @@ impl Session {
             ProtocolOp::BindRequest(req) => {
                 // Bind is a barrier: wait until nothing is in flight.
                 let all = self.permits.clone().acquire_many_owned(self.max_ops).await;
-                let result = RequestControls::parse(msg.controls, OpKind::Bind).and_then(|_| {
-                    let version = self.reader.current();
-                    bind(&self.dir, version, &req, &self.client, self.peer_cert.as_ref())
-                });
+                let result = match RequestControls::parse(msg.controls, OpKind::Bind) {
+                    Ok(_) => self.run_bind(&req).await,
+                    Err(e) => Err(e),
+                };
                 drop(all);
                 self.paged_reset();
                 match result {
@@ -348,6 +347,9 @@ impl Session {
                     Err(e) => write_error(out, id, op_tag::MODIFY_DN_RESPONSE, &e, &[]),
                 }
             }
+            ProtocolOp::ExtendedRequest(req) if req.name == exop::PASSWORD_MODIFY.as_bytes() => {
+                self.password_modify(id, req, msg, out).await
+            }
             ProtocolOp::ExtendedRequest(req) => self.extended(id, req, msg, out),
             other => {
                 notice_of_disconnection(
@@ -446,7 +448,8 @@ impl Session {
     }
 
     /// Extended operations: WhoAmI, Cancel, StartTLS (`starttls.rs`); any other OID is a
-    /// `protocolError` naming it.
+    /// `protocolError` naming it. (Password Modify is dispatched to `password_modify`,
+    /// which is asynchronous.)
     fn extended(&mut self, id: MessageId, req: ExtendedRequest<'_>, msg: LdapMessage<'_>, out: &mut Vec<u8>) {
         if let Err(e) = RequestControls::parse(msg.controls, OpKind::Extended) {
             return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);

@@ -15,7 +15,8 @@
 //!    Cancel can find them, and each holds one of the connection's
 //!    `max_ops_per_connection` permits; when none is left, the reading side waits;
 //! 5. Bind waits until no operation is in flight (it changes who later operations run
-//!    as), and no new request is read meanwhile;
+//!    as), and no new request is read meanwhile; the failed-bind throttle may hold it back,
+//!    and a slow password check runs on a blocking thread (`bind.rs`);
 //! 6. on an `ldaps://` listener the TLS handshake comes first ([`crate::tls`]); on an
 //!    `ldap://` one, StartTLS ([`starttls`]) answers in plaintext, then the writing side
 //!    hands its half of the socket back and the handshake runs on the whole socket; the
@@ -26,8 +27,10 @@
 //! envelope decodes but whose operation does not gets that operation's response with
 //! `protocolError` and the connection goes on.
 
+mod bind;
 mod dispatch;
 pub mod inflight;
+mod password_modify;
 mod starttls;
 mod stream;
 mod writer;

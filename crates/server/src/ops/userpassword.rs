@@ -1,0 +1,202 @@
+//! userPassword values that Add and Modify write: cleartext is hashed, pre-hashed values
+//! are the administrator's, and a delete may name a password in cleartext.
+//!
+//! What happens to each userPassword value of an Add, or of a Modify's add and replace:
+//! 1. a value that already carries the `{SCHEME}` of a scheme this server checks
+//!    ([`password::is_prehashed`]) is stored as given when the administrator writes it
+//!    (migrations); anyone else gets `constraintViolation` (19), as slapd's ppolicy answers
+//!    a value it cannot check the quality of (`pwdCheckQuality 2`): a client could
+//!    otherwise store a hash of a password nobody checked, or one copied from elsewhere;
+//! 2. any other value (no scheme, or one this server does not know, which is then part of
+//!    the password as in slapd) is hashed with `[password] default_scheme`
+//!    ([`password::hash_new`]).
+//!
+//! A Modify's delete of listed userPassword values: a value that is stored as it stands
+//! (a hash given by a client that read it, or a cleartext value) is deleted as usual; any
+//! other value is taken as a cleartext password and replaced by every stored value it
+//! verifies against, as slapd does for the old password of a "delete old, add new"
+//! change; a value that verifies against none is left as it is, and the delete fails with
+//! `noSuchAttribute` (16) like any absent value (unless Permissive Modify). The stored
+//! values are read from the version current when the Modify is prepared; if the value
+//! changed before the write, the delete names a value that is gone and fails the same way.
+//!
+//! Hashing and checking argon2 or PBKDF2 cost tens of milliseconds; they run in
+//! [`gate::blocking_section`], which keeps the connection's tokio worker free.
+
+use larch_model::dn::NormDn;
+use larch_model::entry::{resolve_description, Entry};
+use larch_proto::ber::Writer;
+use larch_proto::{Change, ModifyOperation, PartialAttribute, ResultCode, SeqOf};
+
+use super::WriteContext;
+use crate::auth::password::{self, gate};
+use crate::config::{DefaultScheme, PasswordSettings};
+use crate::error::OpError;
+
+/// True when hashing with `settings.default_scheme` is slow (argon2id, PBKDF2).
+pub(crate) fn hashing_is_slow(settings: &PasswordSettings) -> bool {
+    matches!(
+        settings.default_scheme,
+        DefaultScheme::Argon2id | DefaultScheme::Pbkdf2Sha512
+    )
+}
+
+/// Hashes a cleartext password for storage, off the tokio worker when slow; a failure is
+/// `other` (80) naming the entry.
+pub(crate) fn hash_for_storage(
+    settings: &PasswordSettings,
+    cleartext: &[u8],
+    shown: &str,
+) -> Result<Vec<u8>, OpError> {
+    let hash = || password::hash_new(settings, cleartext);
+    let hashed = if hashing_is_slow(settings) {
+        gate::blocking_section(hash)
+    } else {
+        hash()
+    };
+    hashed.map_err(|e| {
+        OpError::new(
+            ResultCode::OTHER,
+            format!("userPassword of `{shown}`: cannot hash the new password: {e}"),
+        )
+    })
+}
+
+/// The value to store for a userPassword value given by the client (rules 1 and 2 of the
+/// module documentation).
+fn stored_form(ctx: &WriteContext<'_>, value: &[u8], shown: &str) -> Result<Vec<u8>, OpError> {
+    let settings = &ctx.dir.config.password;
+    if password::is_prehashed(value, settings) {
+        if ctx.identity.is_admin() {
+            return Ok(value.to_vec());
+        }
+        return Err(OpError::new(
+            ResultCode::CONSTRAINT_VIOLATION,
+            format!(
+                "userPassword of `{shown}`: a value already hashed ({}) may only be stored by the administrator; \
+                 send the password itself and the server hashes it",
+                password::scheme_label(value)
+            ),
+        ));
+    }
+    hash_for_storage(settings, value, shown)
+}
+
+/// Replaces every userPassword value of an entry being added by its stored form.
+pub(crate) fn prepare_entry(ctx: &WriteContext<'_>, entry: &mut Entry, shown: &str) -> Result<(), OpError> {
+    let ty = ctx.dir.user_password;
+    for attr in entry.attrs.iter_mut().filter(|a| a.ty == ty) {
+        for v in attr.values.iter_mut() {
+            *v = stored_form(ctx, v, shown)?;
+        }
+    }
+    Ok(())
+}
+
+/// The stored userPassword values of the entry `norm` in the current version.
+fn current_values(ctx: &WriteContext<'_>, norm: &NormDn) -> Vec<Vec<u8>> {
+    let version = ctx.dir.store.current();
+    let Some(entry) = version.find(norm).and_then(|id| version.entry(id)) else {
+        return Vec::new();
+    };
+    entry
+        .attrs()
+        .attribute(ctx.dir.user_password)
+        .flat_map(|a| a.values.iter().map(<[u8]>::to_vec).collect::<Vec<_>>())
+        .collect()
+}
+
+/// A Modify's changes with their userPassword values rewritten (see the module
+/// documentation), encoded as `Change` TLVs back to back.
+pub(crate) fn rewrite_changes(
+    ctx: &WriteContext<'_>,
+    changes: &SeqOf<'_, Change<'_>>,
+    norm: &NormDn,
+    shown: &str,
+) -> Result<Vec<u8>, OpError> {
+    let schema = &*ctx.dir.schema;
+    let settings = &ctx.dir.config.password;
+    let mut stored: Option<Vec<Vec<u8>>> = None;
+    // (operation, attribute description, values) of each change, owned.
+    type OwnedChange<'d> = (ModifyOperation, &'d [u8], Vec<Vec<u8>>);
+    let mut owned: Vec<OwnedChange<'_>> = Vec::new();
+    for change in changes.iter() {
+        let m = change.modification;
+        let mut values: Vec<Vec<u8>> = m.values.iter().map(<[u8]>::to_vec).collect();
+        let is_password =
+            resolve_description(m.description, schema).is_ok_and(|(ty, _)| ty == ctx.dir.user_password);
+        if is_password {
+            match change.operation {
+                ModifyOperation::Add | ModifyOperation::Replace => {
+                    for v in values.iter_mut() {
+                        *v = stored_form(ctx, v, shown)?;
+                    }
+                }
+                ModifyOperation::Delete if !values.is_empty() => {
+                    let current = stored.get_or_insert_with(|| current_values(ctx, norm));
+                    values = resolve_deletes(values, current, settings);
+                }
+                _ => {}
+            }
+        }
+        owned.push((change.operation, m.description, values));
+    }
+    let value_refs: Vec<Vec<&[u8]>> = owned
+        .iter()
+        .map(|(_, _, vs)| vs.iter().map(Vec::as_slice).collect())
+        .collect();
+    let list: Vec<Change<'_>> = owned
+        .iter()
+        .zip(&value_refs)
+        .map(|((operation, description, _), vs)| Change {
+            operation: *operation,
+            modification: PartialAttribute {
+                description,
+                values: SeqOf::from_items(vs),
+            },
+        })
+        .collect();
+    let mut out = Vec::new();
+    SeqOf::from_items(&list).encode_contents(&mut Writer::new(&mut out));
+    Ok(out)
+}
+
+/// The values a userPassword delete names, cleartext passwords replaced by the stored
+/// values they verify against (each value once).
+fn resolve_deletes(values: Vec<Vec<u8>>, current: &[Vec<u8>], settings: &PasswordSettings) -> Vec<Vec<u8>> {
+    fn push(v: Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(values.len());
+    for v in values {
+        if current.contains(&v) || password::is_prehashed(&v, settings) {
+            push(v, &mut out);
+            continue;
+        }
+        let find = || {
+            password::matching(&v, current, settings)
+                .into_iter()
+                .map(<[u8]>::to_vec)
+                .collect::<Vec<_>>()
+        };
+        let slow = current
+            .iter()
+            .take(password::MAX_VALUES_CHECKED)
+            .any(|s| password::is_slow(s));
+        let found = if slow {
+            gate::blocking_section(find)
+        } else {
+            find()
+        };
+        if found.is_empty() {
+            push(v, &mut out);
+        } else {
+            for s in found {
+                push(s, &mut out);
+            }
+        }
+    }
+    out
+}
