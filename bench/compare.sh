@@ -20,12 +20,22 @@
 #      `<!-- compare:N:begin -->` and `<!-- compare:N:end -->` in docs/benchmarks.md.
 # slapd is stopped by its PID (trap), never by name.
 #
+# With --tls: a CA and a server certificate (EC P-256, for 127.0.0.1 and localhost) are made
+# with openssl in the work directory; slapd gets TLSCACertificateFile, TLSCertificateFile and
+# TLSCertificateKeyFile and listens on ldap:// and ldaps://; the workloads are the auth on a
+# new connection per operation over plain LDAP, ldaps:// and StartTLS, and search 1.1 over
+# plain and ldaps:// (long-lived connections), with `larch bench --ca-file`. A second table
+# gives what TLS negotiated and how many handshakes were resumed. The block in
+# docs/benchmarks.md is `<!-- compare-tls:N:begin -->` ... `end`. Larch serves the same
+# certificate (larch_tls_setup).
+#
 # Usage: bench/compare.sh [--entries N[,N...]] [--duration SECS] [--warmup SECS]
 #          [--server-cpu C] [--client-cpu C] [--connections N] [--depth N]
 #          [--larch-bin PATH] [--workdir DIR (kept)] [--keep] [--update-docs] [--progress]
 #          [--quiet-wait SECS]   (wait up to SECS for an idle machine before each measurement)
 #          [--nice N]            (scheduling priority of server and client; default -20 as
 #                                 root, so other work on a shared machine cannot take their CPUs)
+#          [--tls]               (the TLS workloads instead of the usual ones; see above)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +58,7 @@ nice_level=-20
 suffix="dc=example,dc=com"
 rootdn="cn=admin,$suffix"
 rootpw=secret
+tls=0
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -66,6 +77,7 @@ while [ $# -gt 0 ]; do
     --progress) quiet=; shift ;;
     --quiet-wait) quiet_wait=$2; shift 2 ;;
     --nice) nice_level=$2; shift 2 ;;
+    --tls) tls=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed 's/^# \{0,1\}//; /^set -euo/d'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -118,6 +130,9 @@ install_openldap() {
 }
 install_openldap
 command -v taskset >/dev/null || { echo "compare.sh: taskset (util-linux) is required" >&2; exit 1; }
+if [ "$tls" = 1 ]; then
+  command -v openssl >/dev/null || { echo "compare.sh: --tls needs openssl (to make the certificates)" >&2; exit 1; }
+fi
 
 # ---------------------------------------------------------------- 2. larch and the data
 if [ -z "$larch_bin" ]; then
@@ -152,6 +167,27 @@ trap cleanup EXIT
 
 say "generating $entries entries"
 "$larch_bin" gen -n "$entries" -o "$data" --seed 1 >&2
+
+# tls_certificates: a CA and a server certificate it signed, for 127.0.0.1 and localhost,
+# in $tls_dir (ca.pem, server.pem, server.key); the client trusts ca.pem.
+tls_dir=$workdir/tls
+tls_certificates() {
+  rm -rf "$tls_dir"
+  mkdir -p "$tls_dir"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+  openssl req -x509 "${ec[@]}" -keyout "$tls_dir/ca.key" -out "$tls_dir/ca.pem" -days 7 \
+    -subj "/CN=compare.sh test CA" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req "${ec[@]}" -keyout "$tls_dir/server.key" -out "$tls_dir/server.csr" -subj "/CN=localhost" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
+    >"$tls_dir/server.ext"
+  openssl x509 -req -in "$tls_dir/server.csr" -CA "$tls_dir/ca.pem" -CAkey "$tls_dir/ca.key" -CAcreateserial \
+    -out "$tls_dir/server.pem" -days 7 -extfile "$tls_dir/server.ext" 2>/dev/null
+}
+if [ "$tls" = 1 ]; then
+  say "making a CA and a server certificate (openssl) in $tls_dir"
+  tls_certificates
+fi
 
 free_port() {
   # Below the ephemeral range: a port the client used for its own connections may still be
@@ -205,6 +241,8 @@ pidfile $slapd_dir/slapd.pid
 argsfile $slapd_dir/slapd.args
 loglevel 0
 sizelimit 500
+$(if [ "$tls" = 1 ]; then printf 'TLSCACertificateFile %s\nTLSCertificateFile %s\nTLSCertificateKeyFile %s\n' \
+  "$tls_dir/ca.pem" "$tls_dir/server.pem" "$tls_dir/server.key"; fi)
 
 database mdb
 maxsize $maxsize
@@ -245,14 +283,25 @@ wait_ldap() { # URL: until a base search of the suffix answers
   return 1
 }
 
-# slapd_start: starts slapd pinned to the server CPU; sets slapd_pid, slapd_url and
-# result[slapd,startup] (seconds until it answered). Not to be run in a subshell.
+# slapd_start: starts slapd pinned to the server CPU; sets slapd_pid, slapd_url (and with
+# --tls slapd_ldaps_url) and result[slapd,startup] (seconds until it answered). Not to be
+# run in a subshell.
 slapd_start() {
-  local port t0 t1
+  local port t0 t1 listen
   port=$(free_port)
   slapd_url="ldap://127.0.0.1:$port/"
+  listen=$slapd_url
+  if [ "$tls" = 1 ]; then
+    # Another free port: free_port only sees ports something listens on.
+    local p2
+    for p2 in $(seq $((port + 1)) $((port + 100))); do
+      if ! (exec 3<>"/dev/tcp/127.0.0.1/$p2") 2>/dev/null; then break; fi
+    done
+    slapd_ldaps_url="ldaps://127.0.0.1:$p2/"
+    listen="$slapd_url $slapd_ldaps_url"
+  fi
   t0=$(now)
-  pinned "$server_cpu" /usr/sbin/slapd -f "$slapd_dir/slapd.conf" -h "$slapd_url"
+  pinned "$server_cpu" /usr/sbin/slapd -f "$slapd_dir/slapd.conf" -h "$listen"
   for _ in $(seq 500); do [ -s "$slapd_dir/slapd.pid" ] && break; sleep 0.01; done
   slapd_pid=$(cat "$slapd_dir/slapd.pid")
   wait_ldap "$slapd_url" || { echo "compare.sh: slapd did not answer on $slapd_url" >&2; exit 1; }
@@ -326,11 +375,38 @@ larch_stop() {
 }
 NA_LARCH="not measured: larch serve did not start"
 
+# ---------------------------------------------------------------- Larch over TLS
+# larch_tls_setup: adds to $larch_dir/larch.toml the certificate ($tls_dir/server.pem), its
+# key ($tls_dir/server.key) and an ldaps:// listener on a second free port (the ldap://
+# listener offers StartTLS with the same certificate), and sets larch_ldaps_url. Call it
+# after larch_setup, not in a subshell (it sets variables).
+larch_tls_setup() {
+  local p2
+  p2=$(free_port)
+  larch_ldaps_url="ldaps://127.0.0.1:$p2/"
+  sed -i "s|^listen = \[\"ldap://127.0.0.1:$larch_port\"\]|listen = [\"ldap://127.0.0.1:$larch_port\", \"ldaps://127.0.0.1:$p2\"]|" \
+    "$larch_dir/larch.toml"
+  grep -q "ldaps://127.0.0.1:$p2" "$larch_dir/larch.toml" \
+    || { echo "compare.sh: could not add the ldaps:// listener to $larch_dir/larch.toml" >&2; exit 1; }
+  printf '\n[tls]\ncertificate = "%s"\nkey = "%s"\n' "$tls_dir/server.pem" "$tls_dir/server.key" \
+    >>"$larch_dir/larch.toml"
+}
+
 # ---------------------------------------------------------------- 4. workloads
-# run_workload NAME URL PID: runs one workload, prints larch bench's key=value line.
+# run_workload NAME URL LDAPS_URL PID: runs one workload, prints larch bench's key=value
+# line. Workloads ending in -ldaps use LDAPS_URL, those ending in -starttls add --starttls;
+# both trust the CA of tls_certificates.
 run_workload() {
-  local name=$1 url=$2 pid=$3
-  local common=(-H "$url" --server-pid "$pid" --duration "${duration}s" --warmup "${warmup}s" --line $quiet)
+  local name=$1 url=$2 ldaps_url=$3 pid=$4
+  local tls_args=()
+  case "$name" in
+    *-ldaps) url=$ldaps_url; tls_args=(--ca-file "$tls_dir/ca.pem") ;;
+    *-starttls) tls_args=(--starttls --ca-file "$tls_dir/ca.pem") ;;
+  esac
+  name=${name%-ldaps}
+  name=${name%-starttls}
+  local common=(-H "$url" "${tls_args[@]}" --server-pid "$pid" --duration "${duration}s" --warmup "${warmup}s"
+                --line $quiet)
   local args
   case "$name" in
     search-all) args=(-W search -f '(cn={})' -a all --values "$data/cn.txt" -c "$connections" -d "$depth") ;;
@@ -353,10 +429,17 @@ field() { # field KEY LINE
 }
 
 workloads=(search-all search-1.1 auth-same auth-new modify mixed)
+if [ "$tls" = 1 ]; then
+  workloads=(auth-new auth-new-ldaps auth-new-starttls search-1.1 search-1.1-ldaps)
+fi
 
 measure_server() { # measure_server NAME (slapd|larch)
-  local s=$1 pid url
-  if [ "$s" = slapd ]; then pid=$slapd_pid; url=$slapd_url; else pid=$larch_pid; url=$larch_url; fi
+  local s=$1 pid url ldaps_url
+  if [ "$s" = slapd ]; then
+    pid=$slapd_pid; url=$slapd_url; ldaps_url=${slapd_ldaps_url:-}
+  else
+    pid=$larch_pid; url=$larch_url; ldaps_url=${larch_ldaps_url:-}
+  fi
   # Read every entry once (as the rootdn, no size limit) so RSS counts the data set.
   local t0 t1
   t0=$(now)
@@ -371,7 +454,7 @@ measure_server() { # measure_server NAME (slapd|larch)
   for w in "${workloads[@]}"; do
     wait_quiet
     say "$s: $w"
-    line=$(run_workload "$w" "$url" "$pid")
+    line=$(run_workload "$w" "$url" "$ldaps_url" "$pid")
     echo "   $line" >&2
     result[$s,$w]=$line
   done
@@ -388,6 +471,7 @@ slapd_stop
 
 larch_ok=0
 if larch_serve_available && larch_setup; then
+  if [ "$tls" = 1 ]; then larch_tls_setup; fi
   result[larch,import]=$(larch_import)
   result[larch,disk_kib]=$(du -sk "$workdir/larch" | awk '{ print $1 }')
   larch_start
@@ -409,6 +493,9 @@ label() {
     auth-new) echo "auth, new connection per operation" ;;
     modify) echo "modify (replace description)" ;;
     mixed) echo "mixed 80% search / 20% modify" ;;
+    auth-new-ldaps) echo "auth, new ldaps:// connection per operation" ;;
+    auth-new-starttls) echo "auth, new connection + StartTLS per operation" ;;
+    search-1.1-ldaps) echo "search, no attributes (1.1), over ldaps://" ;;
   esac
 }
 ratio() { # larch slapd -> "Nx" or -
@@ -465,6 +552,21 @@ table() {
     "$(larch_cell "$(( ${result[larch,disk_kib]:-0} / 1024 ))")"
   printf '| full read of every entry (ldapsearch), s | %s | %s | - |\n' "${result[slapd,scan]}" \
     "$(larch_cell "${result[larch,scan]:-}")"
+  if [ "$tls" = 1 ]; then
+    echo
+    echo "TLS as negotiated with slapd (first connection of each run), and the handshakes of the operations"
+    echo "measured (per-operation workloads; the long-lived connections shake hands before the window):"
+    echo
+    echo "| workload | TLS version | cipher suite | certificate verified | handshakes full | handshakes resumed | set-up and warm-up handshakes |"
+    echo "| --- | --- | --- | --- | ---: | ---: | ---: |"
+    for w in "${workloads[@]}"; do
+      l=${result[slapd,$w]}
+      [ "$(field transport "$l")" = plain ] && continue
+      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" "$(field tls_version "$l")" \
+        "$(field tls_cipher "$l")" "$(field tls_verified "$l")" "$(field tls_full "$l")" \
+        "$(field tls_resumed "$l")" "$(field tls_other "$l")"
+    done
+  fi
 }
 
 out=$(table)
@@ -472,8 +574,10 @@ echo "$out"
 
 if [ "$update_docs" = 1 ]; then
   doc=$root/docs/benchmarks.md
-  begin="<!-- compare:$entries:begin -->"
-  end="<!-- compare:$entries:end -->"
+  marker=compare
+  if [ "$tls" = 1 ]; then marker=compare-tls; fi
+  begin="<!-- $marker:$entries:begin -->"
+  end="<!-- $marker:$entries:end -->"
   if grep -qF "$begin" "$doc" && grep -qF "$end" "$doc"; then
     tmp=$(mktemp)
     printf '%s\n' "$out" >"$tmp.block"

@@ -28,6 +28,16 @@
 //! Open loop (`rate`): each connection sends on a fixed schedule and latency is measured
 //! from the *scheduled* instant, so a server that stalls is charged for the queue it
 //! causes (no coordinated omission).
+//!
+//! TLS (`ldaps://`, `--starttls`; see [`crate::tls`]): before the threads start, one probe
+//! connection checks the TLS set-up (StartTLS accepted, certificate verified, a root DSE
+//! search answered) so that a wrong CA or a refused StartTLS is a set-up error, and gives
+//! the version and cipher suite the report names. Long-lived connections do their
+//! handshake (and bind) in step 3; the pipelined loop is generic over
+//! `tls::ConnIo`, compiled once for plain sockets and once for TLS. The
+//! auth workload's connection per operation does StartTLS and the handshake inside the
+//! measured operation: they are part of what such a client waits for. Every handshake is
+//! counted by kind (full, resumed, full after HelloRetryRequest).
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -40,19 +50,21 @@ use std::time::{Duration, Instant};
 use larch_proto::frame::{frame, Frame};
 use larch_proto::limits::DEFAULT_MAX_PDU_BYTES;
 use larch_proto::{
-    AddRequest, Authentication, BindRequest, Change, DelRequest, DerefAliases, LdapMessage, MessageId,
-    ModifyOperation, ModifyRequest, PartialAttribute, ProtocolOp, ResultCode, SearchRequest, SearchScope,
-    SeqOf,
+    exop, AddRequest, Authentication, BindRequest, Change, DelRequest, DerefAliases, ExtendedRequest,
+    LdapMessage, MessageId, ModifyOperation, ModifyRequest, OwnedFilter, PartialAttribute, ProtocolOp,
+    ResultCode, SearchRequest, SearchScope, SeqOf,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 use crate::cpu::{self, CpuTimes};
 use crate::gen::{GenConfig, Generator};
 use crate::password::PasswordScheme;
-use crate::report::{OpKind, Report, RunShape, Stats};
+use crate::report::{HandshakeCounts, OpKind, Report, RunShape, Stats, TlsSession};
 use crate::rng::{mix64, Rng};
 use crate::template::{FilterTemplate, ValueFile};
+use crate::tls::{count_handshake, ConnIo, TlsIo, TlsOptions, TlsSetup, Transport};
 use crate::url::LdapUrl;
 
 /// Largest response PDU the client accepts.
@@ -215,6 +227,9 @@ pub struct BenchConfig {
     pub progress: bool,
     /// How long to wait for operations in flight after the window.
     pub drain_timeout: Duration,
+    /// TLS: StartTLS, trusted CA, client certificate, version, resumption. `ldaps://` in
+    /// `url` or `tls.starttls` turns TLS on.
+    pub tls: TlsOptions,
 }
 
 impl BenchConfig {
@@ -250,6 +265,7 @@ impl BenchConfig {
             server_pid: None,
             progress: false,
             drain_timeout: Duration::from_secs(10),
+            tls: TlsOptions::default(),
         }
     }
 
@@ -300,6 +316,7 @@ struct Timeline {
 struct Ctx {
     cfg: Arc<BenchConfig>,
     addr: SocketAddr,
+    tls: Option<Arc<TlsSetup>>,
     depth: usize,
     timeline: Timeline,
     shared: Arc<Shared>,
@@ -311,11 +328,29 @@ struct Ctx {
 /// Runs one benchmark and returns its report.
 pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
     validate(cfg)?;
+    let tls = TlsSetup::new(&cfg.tls, &cfg.url)
+        .map_err(BenchError::Config)?
+        .map(Arc::new);
+    let transport = tls.as_ref().map_or(Transport::Plain, |t| t.transport);
     let addr = (cfg.url.host.as_str(), cfg.url.port)
         .to_socket_addrs()
         .map_err(|e| BenchError::Setup(format!("{}: {e}", cfg.url)))?
         .next()
         .ok_or_else(|| BenchError::Setup(format!("{}: no address", cfg.url)))?;
+    let mut probe_handshakes = HandshakeCounts::default();
+    let tls_session = match &tls {
+        Some(t) => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| BenchError::Internal(format!("tokio runtime: {e}")))?;
+            Some(
+                rt.block_on(probe(&cfg.url, addr, t, &mut probe_handshakes))
+                    .map_err(BenchError::Setup)?,
+            )
+        }
+        None => None,
+    };
     let depth = cfg.effective_depth();
     let threads = cfg.threads.clamp(1, cfg.connections.max(1));
     let shared = Arc::new(Shared {
@@ -354,7 +389,10 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
         let (cfg, shared, generator) = (cfg.clone(), shared.clone(), generator.clone());
         let h = std::thread::Builder::new()
             .name(format!("larch-bench-{t}"))
-            .spawn(move || thread_main(cfg, addr, depth, owned, shared, generator, run_id))
+            .spawn({
+                let tls = tls.clone();
+                move || thread_main(cfg, addr, tls, depth, owned, shared, generator, run_id)
+            })
             .map_err(|e| BenchError::Internal(format!("spawn: {e}")))?;
         handles.push(h);
     }
@@ -422,6 +460,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
             .map_err(|_| BenchError::Internal("a client thread panicked".into()))?;
         stats.merge(&s);
     }
+    stats.other_handshakes.merge(&probe_handshakes);
     if shared.setup_failed.load(Ordering::Acquire) {
         let msg = shared.setup_error.lock().map(|m| m.clone()).unwrap_or_default();
         return Err(BenchError::Setup(msg.unwrap_or_else(|| "set-up failed".into())));
@@ -452,6 +491,8 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
         RunShape {
             workload,
             url: cfg.url.to_string(),
+            transport,
+            tls: tls_session,
             connections: cfg.connections,
             depth,
             threads,
@@ -486,6 +527,7 @@ fn sleep_until_std(t: Instant) {
 }
 
 fn validate(cfg: &BenchConfig) -> Result<(), BenchError> {
+    cfg.tls.transport(&cfg.url).map_err(BenchError::Config)?;
     let need = |v: &Option<Arc<ValueFile>>, what: &str| {
         if v.is_none() {
             Err(BenchError::Config(format!(
@@ -524,9 +566,11 @@ fn validate(cfg: &BenchConfig) -> Result<(), BenchError> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn thread_main(
     cfg: Arc<BenchConfig>,
     addr: SocketAddr,
+    tls: Option<Arc<TlsSetup>>,
     depth: usize,
     owned: Vec<usize>,
     shared: Arc<Shared>,
@@ -548,10 +592,17 @@ fn thread_main(
         }
     };
     let per_op_connections = cfg.workload == Workload::Auth && cfg.auth_connection == AuthConnection::New;
-    let streams: Vec<Option<TcpStream>> = if per_op_connections {
+    let mut handshakes = HandshakeCounts::default();
+    let streams: Vec<Option<Conn>> = if per_op_connections {
         owned.iter().map(|_| None).collect()
     } else {
-        match rt.block_on(connect_all(&cfg, addr, owned.len())) {
+        match rt.block_on(connect_all(
+            &cfg,
+            addr,
+            tls.as_deref(),
+            owned.len(),
+            &mut handshakes,
+        )) {
             Ok(s) => s.into_iter().map(Some).collect(),
             Err(e) => {
                 fail(&shared, e);
@@ -564,13 +615,16 @@ fn thread_main(
         return Stats::new();
     }
     let t0 = *shared.start.get_or_init(Instant::now);
+    let mut stats = Stats::new();
+    stats.other_handshakes = handshakes;
     let ctx = Rc::new(Ctx {
         timeline: timeline(&cfg, t0),
         cfg,
         addr,
+        tls,
         depth,
         shared,
-        stats: RefCell::new(Stats::new()),
+        stats: RefCell::new(stats),
         generator,
         run_id,
     });
@@ -580,8 +634,10 @@ fn thread_main(
         for (conn_index, stream) in owned.into_iter().zip(streams) {
             let ctx = ctx.clone();
             tasks.push(tokio::task::spawn_local(async move {
+                // One dispatch per connection: each arm is the loop compiled for its stream.
                 match stream {
-                    Some(s) => pipelined_connection(ctx, conn_index, s).await,
+                    Some(Conn::Plain(s)) => pipelined_connection(ctx, conn_index, s).await,
+                    Some(Conn::Tls(s)) => pipelined_connection(ctx, conn_index, *s).await,
                     None => auth_new_connections(ctx, conn_index).await,
                 }
             }));
@@ -595,25 +651,118 @@ fn thread_main(
     ctx.stats.take()
 }
 
-async fn connect_all(cfg: &BenchConfig, addr: SocketAddr, n: usize) -> Result<Vec<TcpStream>, String> {
+/// A long-lived connection, ready for the pipelined loop.
+enum Conn {
+    Plain(TcpStream),
+    /// Boxed once per connection (the rustls state is large), never per operation.
+    Tls(Box<TlsIo>),
+}
+
+async fn connect_all(
+    cfg: &BenchConfig,
+    addr: SocketAddr,
+    tls: Option<&TlsSetup>,
+    n: usize,
+    handshakes: &mut HandshakeCounts,
+) -> Result<Vec<Conn>, String> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let stream = connect(addr)
             .await
             .map_err(|e| format!("connect to {}: {e}", cfg.url))?;
-        let mut c = SimpleConn::new(stream);
-        if let Some((dn, pw)) = &cfg.bind {
-            let code = c
-                .bind(1, dn.as_bytes(), pw.as_bytes())
-                .await
-                .map_err(|e| format!("bind as {dn}: {e}"))?;
-            if code != ResultCode::SUCCESS {
-                return Err(format!("bind as {dn} failed: {code}"));
+        let conn = match tls {
+            None => {
+                let mut c = SimpleConn::new(stream);
+                setup_bind(cfg, &mut c).await?;
+                Conn::Plain(c.stream)
             }
-        }
-        out.push(c.stream);
+            Some(t) => {
+                let stream = tls_open(&cfg.url, t, stream).await?;
+                count_handshake(handshakes, stream.get_ref().1);
+                let mut c = SimpleConn::new(stream);
+                setup_bind(cfg, &mut c).await?;
+                Conn::Tls(Box::new(TlsIo::new(c.stream)))
+            }
+        };
+        out.push(conn);
     }
     Ok(out)
+}
+
+/// The bind of `--bind-dn` on a new long-lived connection (message ID 1; a StartTLS before
+/// it, also ID 1, has completed, so the ID is not in use).
+async fn setup_bind<S: AsyncRead + AsyncWrite + Unpin>(
+    cfg: &BenchConfig,
+    c: &mut SimpleConn<S>,
+) -> Result<(), String> {
+    if let Some((dn, pw)) = &cfg.bind {
+        let code = c
+            .bind(1, dn.as_bytes(), pw.as_bytes())
+            .await
+            .map_err(|e| format!("bind as {dn}: {e}"))?;
+        if code != ResultCode::SUCCESS {
+            return Err(format!("bind as {dn} failed: {code}"));
+        }
+    }
+    Ok(())
+}
+
+/// Turns a connected socket into a TLS stream: StartTLS first when that is the transport
+/// (message ID 1), then the handshake.
+async fn tls_open(url: &LdapUrl, tls: &TlsSetup, stream: TcpStream) -> Result<TlsStream<TcpStream>, String> {
+    let stream = if tls.transport == Transport::StartTls {
+        let mut c = SimpleConn::new(stream);
+        c.start_tls(1, url).await?;
+        c.stream
+    } else {
+        stream
+    };
+    tls.handshake(stream).await.map_err(|e| {
+        format!("TLS handshake with {url} failed: {e} (check --ca-file, --tls-server-name, --tls-version)")
+    })
+}
+
+/// The TLS probe before a run: open a connection the way the run will, search the root DSE
+/// (base scope, `(objectClass=*)`, no attributes; any result code will do) so that the
+/// server's session tickets, sent after the handshake, are read into the session cache,
+/// then unbind and close. Returns what was negotiated.
+async fn probe(
+    url: &LdapUrl,
+    addr: SocketAddr,
+    tls: &TlsSetup,
+    handshakes: &mut HandshakeCounts,
+) -> Result<TlsSession, String> {
+    let stream = connect(addr)
+        .await
+        .map_err(|e| format!("connect to {url}: {e}"))?;
+    let stream = tls_open(url, tls, stream).await?;
+    count_handshake(handshakes, stream.get_ref().1);
+    let session = tls.session(stream.get_ref().1);
+    let mut c = SimpleConn::new(stream);
+    let filter = OwnedFilter::parse("(objectClass=*)").map_err(|e| format!("probe filter: {e}"))?;
+    let one_one: [&[u8]; 1] = [b"1.1"];
+    let req = SearchRequest {
+        base: b"",
+        scope: SearchScope::Base,
+        deref_aliases: DerefAliases::Never,
+        size_limit: 0,
+        time_limit: 0,
+        types_only: false,
+        filter: filter.as_filter(),
+        attributes: SeqOf::from_items(&one_one),
+    };
+    LdapMessage::new(2, ProtocolOp::SearchRequest(req)).encode(&mut c.wbuf);
+    c.send()
+        .await
+        .map_err(|e| format!("root DSE search over TLS to {url}: {e}"))?;
+    c.read_until(|m| match m.op {
+        ProtocolOp::SearchResultDone(_) if m.message_id == 2 => Some(()),
+        _ => None,
+    })
+    .await
+    .map_err(|e| format!("root DSE search over TLS to {url}: {e}"))?;
+    c.close_tls(3).await;
+    Ok(session)
 }
 
 async fn connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
@@ -1019,7 +1168,7 @@ fn drain_frames(
     }
 }
 
-async fn pipelined_connection(ctx: Rc<Ctx>, conn_index: usize, stream: TcpStream) {
+async fn pipelined_connection<S: ConnIo>(ctx: Rc<Ctx>, conn_index: usize, mut stream: S) {
     let ctx: &Ctx = &ctx;
     let attr_names = ctx.cfg.attributes.names();
     let mut state = ConnState {
@@ -1101,6 +1250,13 @@ async fn pipelined_connection(ctx: Rc<Ctx>, conn_index: usize, stream: TcpStream
                 }
             }
         }
+        // TLS records still to go out once the plaintext was taken (never on a plain socket).
+        if stream.wants_write() {
+            match stream.try_flush() {
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => fatal = Some(Fatal::Io),
+                _ => {}
+            }
+        }
         if fatal.is_some() {
             break;
         }
@@ -1122,7 +1278,7 @@ async fn pipelined_connection(ctx: Rc<Ctx>, conn_index: usize, stream: TcpStream
         if sleep.deadline() != wake {
             sleep.as_mut().reset(wake);
         }
-        let interest = if wpos < state.wbuf.len() {
+        let interest = if wpos < state.wbuf.len() || stream.wants_write() {
             Interest::READABLE | Interest::WRITABLE
         } else {
             Interest::READABLE
@@ -1206,13 +1362,14 @@ async fn pipelined_connection(ctx: Rc<Ctx>, conn_index: usize, stream: TcpStream
         let mut out = Vec::with_capacity(8);
         let id = state.id();
         LdapMessage::new(id, ProtocolOp::UnbindRequest).encode(&mut out);
-        let _ = stream.try_write(&out);
+        stream.close(&out);
     }
 }
 
-/// A connection used one request at a time (set-up binds, auth on new connections).
-struct SimpleConn {
-    stream: TcpStream,
+/// A connection used one request at a time (set-up binds, StartTLS, auth on new
+/// connections), over a plain socket or a tokio-rustls stream.
+struct SimpleConn<S> {
+    stream: S,
     rbuf: Vec<u8>,
     lo: usize,
     hi: usize,
@@ -1237,8 +1394,8 @@ impl std::fmt::Display for SimpleError {
     }
 }
 
-impl SimpleConn {
-    fn new(stream: TcpStream) -> Self {
+impl<S: AsyncRead + AsyncWrite + Unpin> SimpleConn<S> {
+    fn new(stream: S) -> Self {
         SimpleConn {
             stream,
             rbuf: vec![0; 16 * 1024],
@@ -1309,6 +1466,67 @@ impl SimpleConn {
     }
 }
 
+impl SimpleConn<TcpStream> {
+    /// StartTLS (RFC 4511 section 4.14): sends the request and checks the response. A
+    /// refusal names the result code and the server's diagnostic message; octets after the
+    /// response (the server must send none before the handshake) are refused too.
+    async fn start_tls(&mut self, id: MessageId, url: &LdapUrl) -> Result<(), String> {
+        let req = ExtendedRequest {
+            name: exop::START_TLS.as_bytes(),
+            value: None,
+        };
+        LdapMessage::new(id, ProtocolOp::ExtendedRequest(req)).encode(&mut self.wbuf);
+        let fail = |e: SimpleError| format!("StartTLS to {url}: {e}");
+        self.send().await.map_err(fail)?;
+        let answer = self
+            .read_until(|m| match m.op {
+                ProtocolOp::ExtendedResponse(r) if m.message_id == id || m.message_id == 0 => Some((
+                    m.message_id,
+                    r.result.code,
+                    String::from_utf8_lossy(r.result.diagnostic_message).into_owned(),
+                )),
+                _ => None,
+            })
+            .await
+            .map_err(fail)?;
+        match answer {
+            (0, code, diag) => Err(format!(
+                "StartTLS to {url}: the server disconnected ({code}: {})",
+                if diag.is_empty() {
+                    "no diagnostic message"
+                } else {
+                    &diag
+                }
+            )),
+            (_, ResultCode::SUCCESS, _) if self.lo != self.hi => Err(format!(
+                "StartTLS to {url}: the server sent data after its response, before the TLS handshake"
+            )),
+            (_, ResultCode::SUCCESS, _) => Ok(()),
+            (_, code, diag) => Err(format!(
+                "StartTLS refused by {url}: {code}{}",
+                if diag.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {diag}")
+                }
+            )),
+        }
+    }
+}
+
+impl SimpleConn<TlsStream<TcpStream>> {
+    /// Polite end of a TLS connection: UnbindRequest `id` and close_notify, sent with one
+    /// flush; errors are ignored (the connection is closed right after).
+    async fn close_tls(&mut self, id: MessageId) {
+        LdapMessage::new(id, ProtocolOp::UnbindRequest).encode(&mut self.wbuf);
+        let tls = self.stream.get_mut().1;
+        let _ = std::io::Write::write_all(&mut tls.writer(), &self.wbuf);
+        tls.send_close_notify();
+        self.wbuf.clear();
+        let _ = self.stream.flush().await;
+    }
+}
+
 /// Auth on a new connection per operation: connect, search, bind, unbind, close.
 async fn auth_new_connections(ctx: Rc<Ctx>, conn_index: usize) {
     let ctx: &Ctx = &ctx;
@@ -1340,7 +1558,7 @@ async fn auth_new_connections(ctx: Rc<Ctx>, conn_index: usize) {
             .map_or(&b""[..], |v| v.pick(&mut rng));
         let outcome = tokio::time::timeout_at(
             tl.drain_end.max(start + ctx.cfg.drain_timeout).into(),
-            one_auth(ctx, value, &mut scratch),
+            one_auth(ctx, value, &mut scratch, measured),
         )
         .await;
         let now = Instant::now();
@@ -1371,13 +1589,49 @@ async fn auth_new_connections(ctx: Rc<Ctx>, conn_index: usize) {
     }
 }
 
-async fn one_auth(ctx: &Ctx, value: &[u8], scratch: &mut String) -> Result<(ResultCode, u64), String> {
+async fn one_auth(
+    ctx: &Ctx,
+    value: &[u8],
+    scratch: &mut String,
+    measured: bool,
+) -> Result<(ResultCode, u64), String> {
     let stream = connect(ctx.addr).await.map_err(|e| format!("connect: {e}"))?;
+    let Some(tls) = &ctx.tls else {
+        let mut c = SimpleConn::new(stream);
+        let outcome = auth_exchange(ctx, &mut c, 1, value, scratch).await?;
+        LdapMessage::new(3, ProtocolOp::UnbindRequest).encode(&mut c.wbuf);
+        let _ = c.send().await;
+        return Ok(outcome);
+    };
+    // StartTLS (ID 1) and the handshake are part of the measured operation.
+    let stream = tls_open(&ctx.cfg.url, tls, stream).await?;
+    {
+        let mut stats = ctx.stats.borrow_mut();
+        let counts = if measured {
+            &mut stats.handshakes
+        } else {
+            &mut stats.other_handshakes
+        };
+        count_handshake(counts, stream.get_ref().1);
+    }
     let mut c = SimpleConn::new(stream);
+    let outcome = auth_exchange(ctx, &mut c, 2, value, scratch).await?;
+    c.close_tls(4).await;
+    Ok(outcome)
+}
+
+/// The auth workload's search (message ID `id`) and bind (`id + 1`) on a fresh connection.
+async fn auth_exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    ctx: &Ctx,
+    c: &mut SimpleConn<S>,
+    id: MessageId,
+    value: &[u8],
+    scratch: &mut String,
+) -> Result<(ResultCode, u64), String> {
     let one_one: [&[u8]; 1] = [b"1.1"];
     if !encode_search(
         &mut c.wbuf,
-        1,
+        id,
         &ctx.cfg,
         &ctx.cfg.auth_filter,
         value,
@@ -1391,12 +1645,12 @@ async fn one_auth(ctx: &Ctx, value: &[u8], scratch: &mut String) -> Result<(Resu
     let mut entries = 0u64;
     let code = c
         .read_until(|m| match m.op {
-            ProtocolOp::SearchResultEntry(e) if m.message_id == 1 => {
+            ProtocolOp::SearchResultEntry(e) if m.message_id == id => {
                 entries += 1;
                 dn.get_or_insert_with(|| e.object_name.to_vec());
                 None
             }
-            ProtocolOp::SearchResultDone(r) if m.message_id == 1 => Some(r.code),
+            ProtocolOp::SearchResultDone(r) if m.message_id == id => Some(r.code),
             _ => None,
         })
         .await
@@ -1406,11 +1660,9 @@ async fn one_auth(ctx: &Ctx, value: &[u8], scratch: &mut String) -> Result<(Resu
     }
     let dn = dn.ok_or_else(|| "auth: the search found no entry".to_string())?;
     let code = c
-        .bind(2, &dn, ctx.cfg.auth_password.as_bytes())
+        .bind(id + 1, &dn, ctx.cfg.auth_password.as_bytes())
         .await
         .map_err(|e| format!("auth bind: {e}"))?;
-    LdapMessage::new(3, ProtocolOp::UnbindRequest).encode(&mut c.wbuf);
-    let _ = c.send().await;
     Ok((code, entries))
 }
 

@@ -7,6 +7,13 @@
 //! `1.1` was asked), except for the value `missing`, which finds nothing; any other filter
 //! returns nothing; modify, add and delete succeed; unbind closes the connection.
 //! Everything is encoded and decoded with `larch-proto`.
+//!
+//! TLS ([`FakeServer::start_tls`]): with `ldaps`, every connection starts with a TLS
+//! handshake; otherwise connections are plain and StartTLS (RFC 4511 section 4.14) is
+//! answered `success` (responseName set) and followed by the handshake. Without TLS,
+//! StartTLS is answered `unavailable`, as slapd does without a certificate; on a connection
+//! already under TLS, `operationsError`. The server counts the handshakes it saw, full and
+//! resumed, so tests can check the client's own counts against it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,11 +22,12 @@ use std::time::Duration;
 
 use larch_proto::frame::{frame, Frame};
 use larch_proto::{
-    Authentication, BindResponse, FilterNode, LdapMessage, LdapResult, PartialAttribute, ProtocolOp,
-    ResultCode, SearchResultEntry, SeqOf,
+    exop, Authentication, BindResponse, ExtendedResponse, FilterNode, LdapMessage, LdapResult,
+    PartialAttribute, ProtocolOp, ResultCode, SearchResultEntry, SeqOf,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 
 /// What the fake server received.
 #[derive(Debug, Default)]
@@ -38,8 +46,44 @@ pub struct FakeCounts {
     pub deletes: AtomicU64,
     /// Unbind requests.
     pub unbinds: AtomicU64,
+    /// StartTLS requests.
+    pub starttls: AtomicU64,
+    /// Full TLS handshakes completed (with or without a HelloRetryRequest).
+    pub tls_full: AtomicU64,
+    /// Resumed TLS handshakes completed.
+    pub tls_resumed: AtomicU64,
+    /// TLS handshakes that failed.
+    pub tls_failed: AtomicU64,
     /// Anything else.
     pub other: AtomicU64,
+}
+
+/// TLS for the fake server.
+#[derive(Clone)]
+pub struct FakeTls {
+    /// The server's rustls configuration (certificate, key, session cache and tickets).
+    pub config: Arc<rustls::ServerConfig>,
+    /// True: `ldaps://` (TLS from the first octet); false: plain LDAP accepting StartTLS.
+    pub ldaps: bool,
+}
+
+/// What StartTLS gets on a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TlsState {
+    /// No TLS configured: `unavailable`.
+    Unavailable,
+    /// Plain connection of a TLS-capable server: `success`, then the handshake.
+    Offered,
+    /// Already under TLS: `operationsError`.
+    Active,
+}
+
+/// What `answer` asks of the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Continue,
+    Close,
+    StartTls,
 }
 
 impl FakeCounts {
@@ -52,6 +96,7 @@ impl FakeCounts {
 /// A running fake server; it stops when dropped.
 pub struct FakeServer {
     addr: SocketAddr,
+    ldaps: bool,
     counts: Arc<FakeCounts>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -66,6 +111,16 @@ impl FakeServer {
     /// Like [`FakeServer::start`], but every batch of answers waits `latency` before it is
     /// sent, so operations are still in flight whenever the client looks.
     pub fn start_with_latency(latency: Duration) -> std::io::Result<FakeServer> {
+        Self::start_with(latency, None)
+    }
+
+    /// Like [`FakeServer::start`], with TLS: `ldaps://` or StartTLS on `ldap://`.
+    pub fn start_tls(tls: FakeTls) -> std::io::Result<FakeServer> {
+        Self::start_with(Duration::ZERO, Some(tls))
+    }
+
+    fn start_with(latency: Duration, tls: Option<FakeTls>) -> std::io::Result<FakeServer> {
+        let ldaps = tls.as_ref().is_some_and(|t| t.ldaps);
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
@@ -85,12 +140,13 @@ impl FakeServer {
                     };
                     tokio::select! {
                         _ = stopped => {}
-                        _ = accept_loop(listener, c, latency) => {}
+                        _ = accept_loop(listener, c, latency, tls) => {}
                     }
                 });
             })?;
         Ok(FakeServer {
             addr,
+            ldaps,
             counts,
             stop: Some(stop),
             thread: Some(thread),
@@ -102,9 +158,10 @@ impl FakeServer {
         self.addr
     }
 
-    /// `ldap://127.0.0.1:PORT`.
+    /// `ldap://127.0.0.1:PORT` (`ldaps://` for an ldaps server).
     pub fn url(&self) -> String {
-        format!("ldap://{}", self.addr)
+        let scheme = if self.ldaps { "ldaps" } else { "ldap" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The counters, once they have stopped moving: requests a client sent just before it
@@ -121,6 +178,10 @@ impl FakeServer {
                 &c.adds,
                 &c.deletes,
                 &c.unbinds,
+                &c.starttls,
+                &c.tls_full,
+                &c.tls_resumed,
+                &c.tls_failed,
                 &c.other,
             ]
             .iter()
@@ -152,18 +213,50 @@ impl Drop for FakeServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, counts: Arc<FakeCounts>, latency: Duration) {
+async fn accept_loop(
+    listener: TcpListener,
+    counts: Arc<FakeCounts>,
+    latency: Duration,
+    tls: Option<FakeTls>,
+) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         counts.connections.fetch_add(1, Ordering::SeqCst);
         let _ = stream.set_nodelay(true);
-        tokio::task::spawn_local(serve(stream, counts.clone(), latency));
+        tokio::task::spawn_local(connection(stream, counts.clone(), latency, tls.clone()));
     }
 }
 
-async fn serve(mut stream: TcpStream, counts: Arc<FakeCounts>, latency: Duration) {
+async fn connection(mut stream: TcpStream, counts: Arc<FakeCounts>, latency: Duration, tls: Option<FakeTls>) {
+    let Some(tls) = tls else {
+        serve(&mut stream, &counts, latency, TlsState::Unavailable).await;
+        return;
+    };
+    if !tls.ldaps && serve(&mut stream, &counts, latency, TlsState::Offered).await != Next::StartTls {
+        return;
+    }
+    let Ok(mut stream) = TlsAcceptor::from(tls.config).accept(stream).await else {
+        counts.tls_failed.fetch_add(1, Ordering::SeqCst);
+        return;
+    };
+    let counter = match stream.get_ref().1.handshake_kind() {
+        Some(rustls::HandshakeKind::Resumed) => &counts.tls_resumed,
+        _ => &counts.tls_full,
+    };
+    counter.fetch_add(1, Ordering::SeqCst);
+    serve(&mut stream, &counts, latency, TlsState::Active).await;
+}
+
+/// Answers requests until the client goes away or unbinds ([`Next::Close`]), or asks for
+/// StartTLS and was told yes ([`Next::StartTls`], the answer already sent).
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    counts: &FakeCounts,
+    latency: Duration,
+    tls: TlsState,
+) -> Next {
     let mut buf = vec![0u8; 64 * 1024];
     let (mut lo, mut hi) = (0, 0);
     let mut out = Vec::with_capacity(64 * 1024);
@@ -177,18 +270,18 @@ async fn serve(mut stream: TcpStream, counts: Arc<FakeCounts>, latency: Duration
             }
         }
         let n = match stream.read(&mut buf[hi..]).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return Next::Close,
             Ok(n) => n,
         };
         hi += n;
-        let mut closing = false;
+        let mut next = Next::Continue;
         while let Ok(Frame::Complete(len)) = frame(&buf[lo..hi], 1 << 20) {
             let Ok(msg) = LdapMessage::decode(&buf[lo..lo + len]) else {
-                return;
+                return Next::Close;
             };
             lo += len;
-            if answer(&msg, &counts, &mut out) {
-                closing = true;
+            next = answer(&msg, counts, tls, &mut out);
+            if next != Next::Continue {
                 break;
             }
         }
@@ -201,18 +294,18 @@ async fn serve(mut stream: TcpStream, counts: Arc<FakeCounts>, latency: Duration
                 tokio::time::sleep(latency).await;
             }
             if stream.write_all(&out).await.is_err() {
-                return;
+                return Next::Close;
             }
             out.clear();
         }
-        if closing {
-            return;
+        if next != Next::Continue {
+            return next;
         }
     }
 }
 
-/// Appends the answer to `msg`; true when the connection should close.
-fn answer(msg: &LdapMessage<'_>, counts: &FakeCounts, out: &mut Vec<u8>) -> bool {
+/// Appends the answer to `msg`; says whether the connection goes on, closes, or starts TLS.
+fn answer(msg: &LdapMessage<'_>, counts: &FakeCounts, tls: TlsState, out: &mut Vec<u8>) -> Next {
     let id = msg.message_id;
     let ok = LdapResult::success();
     match msg.op {
@@ -269,11 +362,32 @@ fn answer(msg: &LdapMessage<'_>, counts: &FakeCounts, out: &mut Vec<u8>) -> bool
         }
         ProtocolOp::UnbindRequest => {
             counts.unbinds.fetch_add(1, Ordering::SeqCst);
-            return true;
+            return Next::Close;
+        }
+        ProtocolOp::ExtendedRequest(x) if x.name == exop::START_TLS.as_bytes() => {
+            counts.starttls.fetch_add(1, Ordering::SeqCst);
+            let (result, next) = match tls {
+                TlsState::Offered => (ok, Next::StartTls),
+                TlsState::Unavailable => (
+                    LdapResult::new(ResultCode::UNAVAILABLE, b"", b"TLS is not configured"),
+                    Next::Continue,
+                ),
+                TlsState::Active => (
+                    LdapResult::new(ResultCode::OPERATIONS_ERROR, b"", b"TLS already started"),
+                    Next::Continue,
+                ),
+            };
+            let resp = ExtendedResponse {
+                result,
+                name: Some(exop::START_TLS.as_bytes()),
+                value: None,
+            };
+            LdapMessage::new(id, ProtocolOp::ExtendedResponse(resp)).encode(out);
+            return next;
         }
         _ => {
             counts.other.fetch_add(1, Ordering::SeqCst);
         }
     }
-    false
+    Next::Continue
 }

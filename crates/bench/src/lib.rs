@@ -13,13 +13,16 @@
 //! - [`report`]: HDR latency histograms, result codes, client errors, the client's own CPU
 //!   and the server's ([`cpu`]), as text or JSON; [`sweep`]: one run per value of a
 //!   parameter, a table and a hand-drawn SVG chart;
-//! - [`template`]: filter templates (`(cn={})`) and value files; [`url`]: `ldap://` URLs;
-//!   [`fake`]: a tiny in-process LDAP server for tests.
+//! - [`template`]: filter templates (`(cn={})`) and value files; [`url`]: `ldap://` and
+//!   `ldaps://` URLs; [`tls`]: `ldaps://` and StartTLS with rustls (verification against a
+//!   CA file, client certificates, a pinned version, session resumption shared by the run,
+//!   handshakes counted full or resumed); [`fake`]: a tiny in-process LDAP server for tests
+//!   (plain, `ldaps://` or StartTLS).
 //!
 //! What it is not: it depends on `larch-proto` only (every PDU is encoded and decoded with
 //! it), never on the server crates, so it measures Larch, OpenLDAP or anything else the
-//! same way. It has no TLS yet (`ldaps://` and StartTLS are refused with a clear message).
-//! The `larch gen` and `larch bench` subcommands are thin command-line wrappers over it.
+//! same way. The `larch gen` and `larch bench` subcommands are thin command-line wrappers
+//! over it.
 
 #![forbid(unsafe_code)]
 
@@ -33,9 +36,11 @@ pub mod report;
 pub mod rng;
 pub mod sweep;
 pub mod template;
+pub mod tls;
 pub mod url;
 
 pub use client::{run, Attributes, AuthConnection, BenchConfig, BenchError, Workload};
 pub use gen::{generate_to_dir, GenConfig, GenSummary, Generator};
 pub use password::PasswordScheme;
 pub use report::Report;
+pub use tls::{TlsOptions, TlsVersion, Transport};

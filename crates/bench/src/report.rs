@@ -1,5 +1,7 @@
 //! Measurements and the final report: per-kind latency histograms (HDR, nanoseconds, 3
-//! significant digits), result codes, client-side errors, CPU use; text and JSON output.
+//! significant digits), result codes, client-side errors, CPU use, the transport (plain,
+//! ldaps, StartTLS) with what TLS negotiated and how many handshakes were full or resumed;
+//! text and JSON output.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -10,6 +12,7 @@ use larch_proto::ResultCode;
 use serde::Serialize;
 
 use crate::cpu::{CpuTimes, MachineTimes};
+use crate::tls::Transport;
 
 /// Highest latency a histogram holds (longer ones are recorded as this): one hour.
 pub const MAX_LATENCY_NS: u64 = 3_600 * 1_000_000_000;
@@ -92,6 +95,77 @@ pub struct Stats {
     /// Failures that are not LDAP results (connection closed, undecodable response,
     /// operation still pending at the drain deadline, ...), by description.
     pub client_errors: BTreeMap<String, u64>,
+    /// TLS handshakes of operations started in the measured window (the auth workload's
+    /// connection per operation).
+    pub handshakes: HandshakeCounts,
+    /// The other TLS handshakes: the set-up probe, long-lived connections, the warm-up.
+    pub other_handshakes: HandshakeCounts,
+}
+
+/// TLS handshakes by kind (rustls' `HandshakeKind`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct HandshakeCounts {
+    /// Full handshakes.
+    pub full: u64,
+    /// Resumed from a cached session (a TLS 1.3 ticket, a TLS 1.2 session ID or ticket).
+    pub resumed: u64,
+    /// Full handshakes that needed a HelloRetryRequest (an extra round trip).
+    pub full_hello_retry: u64,
+}
+
+impl HandshakeCounts {
+    /// All handshakes.
+    pub fn total(&self) -> u64 {
+        self.full + self.resumed + self.full_hello_retry
+    }
+
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &HandshakeCounts) {
+        self.full += other.full;
+        self.resumed += other.resumed;
+        self.full_hello_retry += other.full_hello_retry;
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} ({} resumed, {} full, {} full after HelloRetryRequest)",
+            group(self.total()),
+            group(self.resumed),
+            group(self.full),
+            group(self.full_hello_retry)
+        )
+    }
+}
+
+/// What TLS negotiated on the run's first connection, and how it was set up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TlsSession {
+    /// `TLS 1.2` or `TLS 1.3`.
+    pub version: String,
+    /// The cipher suite, as the IANA registry names it.
+    pub cipher_suite: String,
+    /// The key exchange group (e.g. `X25519MLKEM768`, `X25519`).
+    pub key_exchange: String,
+    /// The name the certificate was checked against (and sent as SNI when a DNS name).
+    pub server_name: String,
+    /// False with `--tls-insecure`: the server's certificate was not verified.
+    pub verified: bool,
+    /// Whether the client kept a session cache (`--no-tls-resumption` turns it off).
+    pub resumption: bool,
+    /// Whether a client certificate was presented.
+    pub client_certificate: bool,
+}
+
+/// The TLS part of a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TlsReport {
+    /// What was negotiated.
+    #[serde(flatten)]
+    pub session: TlsSession,
+    /// Handshakes of operations started in the measured window.
+    pub handshakes: HandshakeCounts,
+    /// Handshakes of the set-up (probe, long-lived connections) and the warm-up.
+    pub other_handshakes: HandshakeCounts,
 }
 
 impl Stats {
@@ -147,6 +221,8 @@ impl Stats {
         for (what, n) in &other.client_errors {
             *self.client_errors.entry(what.clone()).or_default() += n;
         }
+        self.handshakes.merge(&other.handshakes);
+        self.other_handshakes.merge(&other.other_handshakes);
     }
 
     /// All kinds' latencies in one histogram.
@@ -274,6 +350,10 @@ pub struct Report {
     pub workload: String,
     /// Server URL.
     pub url: String,
+    /// How the client reached the server: `plain`, `ldaps` or `starttls`.
+    pub transport: Transport,
+    /// What TLS negotiated and the handshake counts (none for plain LDAP).
+    pub tls: Option<TlsReport>,
     /// Connections (or concurrent new-connection slots for auth per new connection).
     pub connections: usize,
     /// Operations in flight per connection.
@@ -329,6 +409,10 @@ pub struct RunShape {
     pub workload: String,
     /// Server URL.
     pub url: String,
+    /// Transport.
+    pub transport: Transport,
+    /// What TLS negotiated on the first connection (none for plain LDAP).
+    pub tls: Option<TlsSession>,
     /// Connections.
     pub connections: usize,
     /// Depth.
@@ -382,6 +466,12 @@ impl Report {
         Report {
             workload: shape.workload,
             url: shape.url,
+            transport: shape.transport,
+            tls: shape.tls.map(|session| TlsReport {
+                session,
+                handshakes: stats.handshakes,
+                other_handshakes: stats.other_handshakes,
+            }),
             connections: shape.connections,
             depth: shape.depth,
             threads: shape.threads,
@@ -418,14 +508,18 @@ impl Report {
     /// One line of `key=value` pairs (no spaces in values) for shell scripts:
     /// `ops=... ops_per_sec=... ok=... errors=... p50_us=... p90_us=... p99_us=...
     /// p999_us=... max_us=... client_cores=... client_us_per_op=... server_cores=...
-    /// server_us_per_op=... server_rss_kib=...` (the server fields are `-` without a PID).
+    /// server_us_per_op=... server_rss_kib=... machine_cores=... steal_cores=... cpu_busy=...
+    /// transport=... tls_version=... tls_cipher=... tls_verified=... tls_full=...
+    /// tls_resumed=... tls_hrr=... tls_other=...` (the server fields are `-` without a PID;
+    /// the TLS fields are `-` for plain LDAP; `tls_full`, `tls_resumed` and `tls_hrr` count
+    /// the handshakes of operations started in the measured window, `tls_other` the rest).
     pub fn to_line(&self) -> String {
         let l = &self.latency;
         let (sc, su) = match &self.server_cpu {
             Some(c) => (format!("{:.3}", c.cores), format!("{:.2}", c.us_per_op)),
             None => ("-".into(), "-".into()),
         };
-        format!(
+        let mut line = format!(
             "ops={} ops_per_sec={:.1} ok={} errors={} p50_us={:.1} p90_us={:.1} p99_us={:.1} p999_us={:.1} \
              max_us={:.1} client_cores={:.3} client_us_per_op={:.2} server_cores={sc} server_us_per_op={su} \
              server_rss_kib={} machine_cores={} steal_cores={} cpu_busy={}",
@@ -452,7 +546,27 @@ impl Report {
                     .collect::<Vec<_>>()
                     .join(",")
             },
-        )
+        );
+        let _ = write!(line, " transport={}", self.transport.name());
+        match &self.tls {
+            Some(t) => {
+                let _ = write!(
+                    line,
+                    " tls_version={} tls_cipher={} tls_verified={} tls_full={} tls_resumed={} tls_hrr={} tls_other={}",
+                    t.session.version.replace(' ', ""),
+                    t.session.cipher_suite,
+                    t.session.verified,
+                    t.handshakes.full,
+                    t.handshakes.resumed,
+                    t.handshakes.full_hello_retry,
+                    t.other_handshakes.total()
+                );
+            }
+            None => line.push_str(
+                " tls_version=- tls_cipher=- tls_verified=- tls_full=- tls_resumed=- tls_hrr=- tls_other=-",
+            ),
+        }
+        line
     }
 
     /// The human-readable report.
@@ -474,6 +588,35 @@ impl Report {
             self.duration_secs,
             self.warmup_secs
         );
+        if let Some(t) = &self.tls {
+            let tls = &t.session;
+            let verified = if tls.verified {
+                format!("server certificate verified for {}", tls.server_name)
+            } else {
+                "server certificate NOT VERIFIED (--tls-insecure)".to_string()
+            };
+            let _ = writeln!(
+                s,
+                "  TLS      {} ({}), {}, {}, {}{}, session resumption {}",
+                self.transport.name(),
+                tls.version,
+                tls.cipher_suite,
+                tls.key_exchange,
+                verified,
+                if tls.client_certificate {
+                    ", client certificate sent"
+                } else {
+                    ""
+                },
+                if tls.resumption { "on" } else { "off" }
+            );
+            let _ = writeln!(
+                s,
+                "  TLS handshakes in the window {}; set-up and warm-up {}",
+                t.handshakes.describe(),
+                t.other_handshakes.describe()
+            );
+        }
         let _ = writeln!(
             s,
             "  total    {:>12} ops/s  ({} ops, {} errors)",
@@ -605,6 +748,8 @@ mod tests {
         RunShape {
             workload: "search".into(),
             url: "ldap://x".into(),
+            transport: Transport::Plain,
+            tls: None,
             connections: 2,
             depth: 4,
             threads: 1,
@@ -678,11 +823,18 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.ends_with(
-                "server_cores=- server_us_per_op=- server_rss_kib=- machine_cores=- steal_cores=- cpu_busy=-"
+            line.contains(
+                "server_cores=- server_us_per_op=- server_rss_kib=- machine_cores=- steal_cores=- cpu_busy=- "
             ),
             "{line}"
         );
+        assert!(
+            line.ends_with(
+                " transport=plain tls_version=- tls_cipher=- tls_verified=- tls_full=- tls_resumed=- tls_hrr=- tls_other=-"
+            ),
+            "{line}"
+        );
+        assert!(!r.to_text().contains("TLS"), "{}", r.to_text());
         assert!(!line.contains("  "));
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["ops"], 17);
@@ -716,7 +868,7 @@ mod tests {
         );
         assert_eq!(r.machine_cores, Some(5.0));
         assert_eq!(r.cpu_busy, vec![1.0, 0.5]);
-        assert!(r.to_line().ends_with("cpu_busy=1.000,0.500"), "{}", r.to_line());
+        assert!(r.to_line().contains(" cpu_busy=1.000,0.500 "), "{}", r.to_line());
         assert!(r.to_text().contains("cpu0 100%, cpu1 50%"), "{}", r.to_text());
         assert!(
             r.to_text()
@@ -733,6 +885,71 @@ mod tests {
             "clamped to the histogram's top"
         );
         assert!(r.to_text().contains("server CPU  2.00 cores"), "{}", r.to_text());
+    }
+
+    #[test]
+    fn tls_fields_in_every_format() {
+        let mut a = Stats::new();
+        a.record(OpKind::Auth, Duration::from_micros(900), ResultCode::SUCCESS, 1);
+        a.handshakes = HandshakeCounts {
+            full: 1,
+            resumed: 3,
+            full_hello_retry: 0,
+        };
+        a.other_handshakes.full = 1;
+        let mut b = Stats::new();
+        b.handshakes.resumed = 4;
+        b.handshakes.full_hello_retry = 2;
+        b.other_handshakes.resumed = 2;
+        a.merge(&b);
+        assert_eq!(
+            a.handshakes,
+            HandshakeCounts {
+                full: 1,
+                resumed: 7,
+                full_hello_retry: 2
+            }
+        );
+        assert_eq!(a.other_handshakes.total(), 3);
+        let mut sh = shape(1);
+        sh.url = "ldaps://h:636".into();
+        sh.transport = Transport::Ldaps;
+        sh.tls = Some(TlsSession {
+            version: "TLS 1.3".into(),
+            cipher_suite: "TLS13_AES_256_GCM_SHA384".into(),
+            key_exchange: "X25519".into(),
+            server_name: "h".into(),
+            verified: false,
+            resumption: true,
+            client_certificate: false,
+        });
+        let r = Report::build(sh, &a, CpuTimes::default(), None, None, vec![]);
+        let text = r.to_text();
+        assert!(
+            text.contains("  TLS      ldaps (TLS 1.3), TLS13_AES_256_GCM_SHA384, X25519, server certificate NOT VERIFIED (--tls-insecure), session resumption on"),
+            "{text}"
+        );
+        assert!(
+            text.contains("TLS handshakes in the window 10 (7 resumed, 1 full, 2 full after HelloRetryRequest); set-up and warm-up 3 (2 resumed, 1 full, 0 full"),
+            "{text}"
+        );
+        let line = r.to_line();
+        assert!(
+            line.ends_with(
+                " transport=ldaps tls_version=TLS1.3 tls_cipher=TLS13_AES_256_GCM_SHA384 tls_verified=false tls_full=1 tls_resumed=7 tls_hrr=2 tls_other=3"
+            ),
+            "{line}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["transport"], "ldaps");
+        assert_eq!(json["tls"]["version"], "TLS 1.3");
+        assert_eq!(json["tls"]["verified"], false);
+        assert_eq!(json["tls"]["handshakes"]["resumed"], 7);
+        assert_eq!(json["tls"]["other_handshakes"]["full"], 1);
+        let plain = Report::build(shape(1), &Stats::new(), CpuTimes::default(), None, None, vec![]);
+        let json = serde_json::to_value(&plain).unwrap();
+        assert_eq!(json["transport"], "plain");
+        assert!(json["tls"].is_null());
     }
 
     #[test]

@@ -323,6 +323,8 @@ mod tests {
         let shape = RunShape {
             workload: "search".into(),
             url: "ldap://x".into(),
+            transport: crate::tls::Transport::Plain,
+            tls: None,
             connections: 1,
             depth: 1,
             threads: 1,

@@ -12,7 +12,9 @@ use clap::{Args, Parser, Subcommand};
 use larch_bench::sweep::{self, Sweep};
 use larch_bench::template::{FilterTemplate, ValueFile};
 use larch_bench::url::LdapUrl;
-use larch_bench::{Attributes, AuthConnection, BenchConfig, GenConfig, PasswordScheme, Workload};
+use larch_bench::{
+    Attributes, AuthConnection, BenchConfig, GenConfig, PasswordScheme, TlsOptions, TlsVersion, Workload,
+};
 use larch_proto::SearchScope;
 
 mod alloc;
@@ -37,8 +39,7 @@ enum Command {
     Gen(GenArgs),
     /// Load an LDAP server and report throughput, latency and CPU use.
     ///
-    /// Plain ldap:// only for now: ldaps:// and StartTLS are not implemented in the load
-    /// client yet.
+    /// Over ldap://, ldaps:// or ldap:// with --starttls.
     Bench(Box<BenchArgs>),
     /// Create a data directory from LDIF (offline; parents before children).
     Import(ImportArgs),
@@ -97,12 +98,40 @@ struct GenArgs {
     delete  delete each DN of --dns once, in order\n  \
     churn   add new entries and delete them again\n\n\
     With --data DIR (the output of `larch gen`), --values, --auth-values and --dns default to the\n\
-    value file of the filter's attribute (DIR/cn.txt for (cn={})), DIR/uid.txt and DIR/dn.txt.\n\
-    TLS: ldaps:// and StartTLS are not supported yet.")]
+    value file of the filter's attribute (DIR/cn.txt for (cn={})), DIR/uid.txt and DIR/dn.txt.\n\n\
+    TLS: -H ldaps://host[:636] or -H ldap://host --starttls, with --ca-file PEM (or\n\
+    --tls-insecure). Sessions are resumed from a cache shared by the run unless\n\
+    --no-tls-resumption; the report names the version, cipher suite and how many handshakes\n\
+    were full or resumed. With --auth-connection new, StartTLS and the handshake are part of\n\
+    each measured operation.")]
 struct BenchArgs {
-    /// Server URL (ldap://host:port; ldaps:// is not supported yet).
+    /// Server URL: ldap://host[:389] or ldaps://host[:636].
     #[arg(short = 'H', long, default_value = "ldap://127.0.0.1:389")]
     url: String,
+    /// Send StartTLS on the ldap:// URL before anything else (not with ldaps://).
+    #[arg(long)]
+    starttls: bool,
+    /// PEM file of the CA certificates to trust for TLS (required unless --tls-insecure).
+    #[arg(long, value_name = "PEM")]
+    ca_file: Option<PathBuf>,
+    /// TLS without verifying the server's certificate (said so in the report).
+    #[arg(long)]
+    tls_insecure: bool,
+    /// Client certificate chain (PEM) for TLS; needs --key.
+    #[arg(long, value_name = "PEM", requires = "key")]
+    cert: Option<PathBuf>,
+    /// Private key (PEM) of --cert.
+    #[arg(long, value_name = "PEM", requires = "cert")]
+    key: Option<PathBuf>,
+    /// Name sent as SNI and verified in the certificate (default: the URL's host).
+    #[arg(long, value_name = "NAME")]
+    tls_server_name: Option<String>,
+    /// Only this TLS version: 1.2 or 1.3 (default: both offered).
+    #[arg(long, value_name = "1.2|1.3", value_parser = parse_tls_version)]
+    tls_version: Option<TlsVersion>,
+    /// Full TLS handshakes only: no session cache.
+    #[arg(long)]
+    no_tls_resumption: bool,
     /// search, auth, modify, mixed, add, delete or churn.
     #[arg(short = 'W', long, default_value = "search", value_parser = parse_workload)]
     workload: Workload,
@@ -206,6 +235,10 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
         let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
         format!("unknown workload `{s}` ({})", names.join(", "))
     })
+}
+
+fn parse_tls_version(s: &str) -> Result<TlsVersion, String> {
+    TlsVersion::parse(s).ok_or_else(|| format!("unknown TLS version `{s}` (1.2 or 1.3)"))
 }
 
 fn parse_scope(s: &str) -> Result<SearchScope, String> {
@@ -362,6 +395,18 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     cfg.server_pid = a.server_pid;
     cfg.progress = !a.quiet;
     cfg.drain_timeout = a.drain_timeout;
+    cfg.tls = TlsOptions {
+        starttls: a.starttls,
+        ca_file: a.ca_file.clone(),
+        insecure: a.tls_insecure,
+        cert: a.cert.clone(),
+        key: a.key.clone(),
+        server_name: a.tls_server_name.clone(),
+        version: a.tls_version,
+        resumption: !a.no_tls_resumption,
+    };
+    // The contradictions (--starttls with ldaps://, TLS without a CA, ...) before any file is read.
+    cfg.tls.transport(&cfg.url)?;
     let needs_search =
         matches!(a.workload, Workload::Search | Workload::Mixed) && cfg.filter.placeholders() > 0;
     if needs_search {
@@ -477,6 +522,56 @@ mod tests {
         assert_eq!(b.workload, Workload::Auth);
         assert!(Cli::try_parse_from(["larch", "bench", "-W", "nope"]).is_err());
         assert!(Cli::try_parse_from(["larch", "gen", "--password-scheme", "md5"]).is_err());
+    }
+
+    #[test]
+    fn bench_tls_flags() {
+        let cli = Cli::try_parse_from([
+            "larch",
+            "bench",
+            "-H",
+            "ldap://[::1]:3389",
+            "--starttls",
+            "--ca-file",
+            "ca.pem",
+            "--cert",
+            "c.pem",
+            "--key",
+            "k.pem",
+            "--tls-server-name",
+            "ldap.example.com",
+            "--tls-version",
+            "1.3",
+            "--no-tls-resumption",
+        ])
+        .unwrap();
+        let Some(Command::Bench(b)) = cli.command else {
+            panic!()
+        };
+        assert!(b.starttls && b.no_tls_resumption && !b.tls_insecure);
+        assert_eq!(b.tls_version, Some(TlsVersion::Tls13));
+        assert_eq!(b.tls_server_name.as_deref(), Some("ldap.example.com"));
+        // --cert without --key (and the reverse) are refused by the parser.
+        assert!(Cli::try_parse_from(["larch", "bench", "--cert", "c.pem"]).is_err());
+        assert!(Cli::try_parse_from(["larch", "bench", "--key", "k.pem"]).is_err());
+        assert!(Cli::try_parse_from(["larch", "bench", "--tls-version", "1.1"]).is_err());
+        // Contradictions are refused before anything is read or connected.
+        let refused = |args: &[&str]| {
+            let mut all = vec!["larch", "bench", "-W", "auth", "--auth-values", "/nonexistent"];
+            all.extend_from_slice(args);
+            let Some(Command::Bench(b)) = Cli::try_parse_from(all).unwrap().command else {
+                panic!()
+            };
+            bench(*b).unwrap_err()
+        };
+        let e = refused(&["-H", "ldaps://h", "--starttls", "--tls-insecure"]);
+        assert!(e.contains("--starttls"), "{e}");
+        let e = refused(&["-H", "ldaps://h"]);
+        assert!(e.contains("--ca-file") && e.contains("--tls-insecure"), "{e}");
+        let e = refused(&["-H", "ldap://h", "--starttls"]);
+        assert!(e.contains("--ca-file"), "{e}");
+        let e = refused(&["-H", "ldap://h", "--ca-file", "ca.pem"]);
+        assert!(e.contains("plain"), "{e}");
     }
 
     #[test]

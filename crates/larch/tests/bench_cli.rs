@@ -183,7 +183,7 @@ fn gen_then_sweep_with_a_chart() {
 }
 
 #[test]
-fn no_subcommand_prints_help_and_ldaps_is_refused_by_the_load_client() {
+fn no_subcommand_prints_help_and_ldaps_needs_a_ca_file() {
     let out = larch().output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let help = String::from_utf8_lossy(&out.stdout);
@@ -195,7 +195,23 @@ fn no_subcommand_prints_help_and_ldaps_is_refused_by_the_load_client() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ldaps:// is not supported"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("TLS to ldaps://127.0.0.1:636 needs --ca-file") && err.contains("--tls-insecure"),
+        "{err}"
+    );
     let help = larch().args(["bench", "--help"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&help.stdout).contains("ldaps:// is not supported yet"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in [
+        "--starttls",
+        "--ca-file",
+        "--tls-insecure",
+        "--cert",
+        "--key",
+        "--tls-server-name",
+        "--tls-version",
+        "--no-tls-resumption",
+    ] {
+        assert!(help.contains(flag), "{flag}: {help}");
+    }
 }
