@@ -1,5 +1,6 @@
 //! [`Directory`]: what every operation shares — the configuration, the schema, the store,
-//! the CSN generator — and the first-start set-up of a data directory.
+//! the CSN generator, the compiled access rules — and the first-start set-up of a data
+//! directory.
 //!
 //! Opening, in steps:
 //! 1. load the schema and normalize the suffixes and the admin DN through it;
@@ -26,6 +27,7 @@ use larch_model::entry::{Entry, Options};
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_store::{OpenReport, Store, StoreError, StoreReader};
 
+use crate::acl::AccessRules;
 use crate::auth::password;
 use crate::config::{ConfigError, ServerConfig};
 use crate::opattrs::csn::CsnGenerator;
@@ -89,6 +91,8 @@ pub struct Directory {
     pub admin_dn: NormDn,
     /// The userPassword type.
     pub user_password: AttributeTypeId,
+    /// The compiled access rules (the default policy when the configuration has none).
+    pub acl: AccessRules,
 }
 
 impl Directory {
@@ -103,6 +107,7 @@ impl Directory {
             .attribute_type("userPassword")
             .map(|t| t.id)
             .ok_or_else(|| setup_error("", "the schema does not define userPassword"))?;
+        let acl = AccessRules::compile(&config.access, &schema)?;
         let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
         let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
         let dir = Directory {
@@ -114,6 +119,7 @@ impl Directory {
             suffixes,
             admin_dn,
             user_password,
+            acl,
         };
         let mut startup = Startup {
             report,

@@ -15,13 +15,14 @@
 //!    directory (from the current directory for text and for the defaults);
 //! 4. [`ServerConfig::validate`] loads the schema (built-in files, then `schema.files`),
 //!    normalizes the suffixes and the admin DN through it, resolves the indexes against
-//!    it, and checks every limit's bounds.
+//!    it, compiles the access rules against it (`access`), and checks every limit's bounds.
 //!
 //! Invariant: a [`ServerConfig`] returned by [`ServerConfig::from_toml_str`] or
 //! [`ServerConfig::load`] has passed [`ServerConfig::validate`]; [`ServerConfig::default`]
 //! passes it too (a test checks). The fields are public so that tools and tests can build
 //! a configuration in code; such a configuration should be validated before use.
 
+pub mod access;
 mod duration;
 mod error;
 mod listen;
@@ -39,6 +40,7 @@ use larch_store::index::{IndexConfig, IndexConfigError, IndexKinds, ResolvedInde
 use larch_store::wal::SyncPolicy;
 use larch_store::StoreOptions;
 
+pub use access::AccessConfig;
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
 pub use listen::ListenUrl;
@@ -153,6 +155,8 @@ pub struct ServerConfig {
     pub indexes: IndexConfig,
     /// `[limits]`: protections against heavy or hostile clients.
     pub limits: Limits,
+    /// `[[access]]` and `[access_proxy]`: access control (no rules: the default policy).
+    pub access: AccessConfig,
 }
 
 /// `[server]`.
@@ -273,6 +277,7 @@ impl Default for ServerConfig {
                 time_limit: DEFAULT_TIME_LIMIT,
                 lookthrough_limit: DEFAULT_LOOKTHROUGH_LIMIT,
             },
+            access: AccessConfig::default(),
         }
     }
 }
@@ -477,6 +482,7 @@ impl ServerConfig {
                 lim.time_limit = duration("limits.time_limit", &d)?;
             }
         }
+        c.access = access::parse(raw.access, raw.access_proxy)?;
         Ok(c)
     }
 
@@ -552,6 +558,7 @@ impl ServerConfig {
             };
             ConfigError::invalid(format!("indexes.{attr}"), e.to_string())
         })?;
+        crate::acl::AccessRules::compile(&self.access, &schema)?;
         Ok(())
     }
 

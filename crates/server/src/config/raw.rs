@@ -18,6 +18,10 @@ pub(crate) struct RawConfig {
     pub store: Option<RawStore>,
     pub indexes: Option<BTreeMap<String, Vec<String>>>,
     pub limits: Option<RawLimits>,
+    /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
+    pub access: Option<toml::Value>,
+    /// `[access_proxy]`, read by `super::access`.
+    pub access_proxy: Option<toml::Value>,
 }
 
 /// `[server]`.
