@@ -381,8 +381,12 @@ NA_LARCH="not measured: larch serve did not start"
 # listener offers StartTLS with the same certificate), and sets larch_ldaps_url. Call it
 # after larch_setup, not in a subshell (it sets variables).
 larch_tls_setup() {
+  # Another free port: free_port only sees ports something listens on, and nothing listens
+  # on $larch_port yet.
   local p2
-  p2=$(free_port)
+  for p2 in $(seq $((larch_port + 1)) $((larch_port + 100))); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p2") 2>/dev/null; then break; fi
+  done
   larch_ldaps_url="ldaps://127.0.0.1:$p2/"
   sed -i "s|^listen = \[\"ldap://127.0.0.1:$larch_port\"\]|listen = [\"ldap://127.0.0.1:$larch_port\", \"ldaps://127.0.0.1:$p2\"]|" \
     "$larch_dir/larch.toml"

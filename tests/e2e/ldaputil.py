@@ -17,7 +17,8 @@ import ldap3
 
 import ldapwire
 
-# RFC 4511 appendix A, RFC 3909 (cancel), RFC 4528 (assertion).
+# RFC 4511 appendix A, RFC 3909 (cancel), RFC 4528 (assertion), RFC 4370 (proxied
+# authorization).
 RESULT_NAMES = {
     0: "success",
     1: "operationsError",
@@ -63,6 +64,7 @@ RESULT_NAMES = {
     120: "tooLate",
     121: "cannotCancel",
     122: "assertionFailed",
+    123: "authorizationDenied",
 }
 CODES = {name: code for code, name in RESULT_NAMES.items()}
 

@@ -21,6 +21,7 @@ CONTROLS = {
     "1.3.6.1.1.13.1",  # pre-read
     "1.3.6.1.1.13.2",  # post-read
     "2.16.840.1.113730.3.4.2",  # ManageDsaIT
+    "2.16.840.1.113730.3.4.18",  # proxied authorization
 }
 # Controls Larch implements and advertises; slapd implements permissive modify without
 # advertising it (SLAP_CTRL_HIDE) and back-mdb has no subtree delete.

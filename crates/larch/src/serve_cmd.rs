@@ -83,6 +83,11 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     for dn in &startup.created {
         eprintln!("larch: created `{dn}`");
     }
+    if dir.acl.is_default_policy() {
+        eprintln!("larch: access control: the default policy (no [[access]] rule configured)");
+    } else {
+        eprintln!("larch: access control: {} [[access]] rules", dir.acl.len());
+    }
     if let Some(password) = &startup.generated_admin_password {
         eprintln!(
             "larch: generated password of `{}` (shown once, stored hashed; set {} before the first start \

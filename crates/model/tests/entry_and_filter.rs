@@ -545,3 +545,44 @@ fn object_class_assertions_match_subclasses() {
         "a superclass is not a subclass"
     );
 }
+
+#[test]
+fn hidden_types_make_their_assertions_undefined() {
+    use Tri::*;
+    let e = person();
+    let s = schema();
+    let stored = e.to_stored();
+    let id = |n: &str| s.attribute_type(n).unwrap().id;
+    let hide_mail = |t| t == id("mail");
+    let hide_cn = |t| t == id("cn");
+    let cases: [(&str, &dyn Fn(_) -> bool, Tri, Tri); 8] = [
+        ("(mail=*)", &hide_mail, True, Undefined),
+        ("(!(mail=*))", &hide_mail, False, Undefined),
+        ("(|(mail=x)(uid=bjensen))", &hide_mail, True, True),
+        ("(&(mail=*)(uid=bjensen))", &hide_mail, True, Undefined),
+        // `name` reads cn (a subtype), so hiding cn hides it.
+        ("(name=Babs Jensen)", &hide_cn, True, Undefined),
+        ("(sn=Jensen)", &hide_cn, True, True),
+        // A typeless extensible match reads every type its rule applies to.
+        ("(:caseIgnoreMatch:=barbara)", &hide_cn, True, Undefined),
+        ("(uid=bjensen)", &hide_mail, True, True),
+    ];
+    for (text, hidden, before, after) in cases {
+        let f = OwnedFilter::parse(text).unwrap();
+        let compiled = CompiledFilter::compile(f.as_filter(), s);
+        let eval = |c: &CompiledFilter| c.evaluate(stored.as_ref(), Some(&e.dn), s, &mut Vec::new());
+        assert_eq!(eval(&compiled), before, "{text}");
+        let restricted = compiled.hide(hidden, s);
+        assert_eq!(restricted.is_some(), compiled.reads_any(hidden, s), "{text}");
+        let r = restricted.as_ref().unwrap_or(&compiled);
+        assert_eq!(eval(r), after, "{text} restricted");
+    }
+    let f = OwnedFilter::parse("(&(mail=*)(|(name=x)(!(uid=y))))").unwrap();
+    let compiled = CompiledFilter::compile(f.as_filter(), s);
+    let types = compiled.tested_types(s);
+    for n in ["mail", "name", "cn", "sn", "uid"] {
+        assert!(types.contains(&id(n)), "{n}");
+    }
+    assert!(!types.contains(&id("description")));
+    assert!(compiled.hide(&|t| t == id("description"), s).is_none());
+}

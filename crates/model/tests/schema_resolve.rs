@@ -154,6 +154,10 @@ fn long_chains_resolve_without_recursion() {
     let deepest = schema.attribute_type("t19999").unwrap();
     assert_eq!(deepest.equality.unwrap().name, "caseIgnoreMatch");
     assert!(schema.is_subtype(deepest.id, schema.attribute_type("name").unwrap().id));
+    // The family of the chain's top holds the whole chain, each type once.
+    let t0 = schema.attribute_type("t0").unwrap();
+    assert_eq!(schema.family(t0.id).len(), 20_000);
+    assert_eq!(schema.family(deepest.id), [deepest.id]);
     let class = schema.object_class("c1999").unwrap();
     assert_eq!(class.all_may().len(), 2_000);
     assert_eq!(class.superclasses().len(), 2_000);

@@ -7,11 +7,14 @@
 //!   `unavailableCriticalExtension` (12) when critical;
 //! - a control Larch implements whose value does not decode, or a control given twice,
 //!   is a `protocolError` (2) whatever its criticality;
+//! - the Proxied Authorization control (RFC 4370) must be critical: a non-critical one is
+//!   a `protocolError` (2), as RFC 4370 section 3 requires (whom it names is decided by
+//!   `crate::acl::proxy`);
 //! - the typed values borrow from the request PDU.
 
 use larch_proto::controls::{
     oid, Assertion, Control, ControlValue, ManageDsaIt, PagedResults, PermissiveModify, PostReadRequest,
-    PreReadRequest, SortRequest, SubtreeDelete,
+    PreReadRequest, ProxiedAuthz, SortRequest, SubtreeDelete,
 };
 use larch_proto::{Filter, ResultCode, SeqOf};
 
@@ -41,7 +44,7 @@ pub enum OpKind {
 }
 
 /// The request controls Larch implements: what the root DSE publishes as supportedControl.
-pub const SUPPORTED_CONTROLS: [&str; 8] = [
+pub const SUPPORTED_CONTROLS: [&str; 9] = [
     oid::PAGED_RESULTS,
     oid::SORT_REQUEST,
     oid::ASSERTION,
@@ -50,6 +53,7 @@ pub const SUPPORTED_CONTROLS: [&str; 8] = [
     oid::MANAGE_DSA_IT,
     oid::PERMISSIVE_MODIFY,
     oid::SUBTREE_DELETE,
+    oid::PROXIED_AUTHZ,
 ];
 
 /// Whether the control `oid` applies to `kind`.
@@ -63,6 +67,7 @@ fn applies(control: &str, kind: OpKind) -> bool {
         oid::MANAGE_DSA_IT => !matches!(kind, Bind | Other),
         oid::PERMISSIVE_MODIFY => kind == Modify,
         oid::SUBTREE_DELETE => kind == Delete,
+        oid::PROXIED_AUTHZ => matches!(kind, Search | Compare | Modify | Add | Delete | ModifyDn),
         _ => false,
     }
 }
@@ -87,6 +92,12 @@ pub struct RequestControls<'a> {
     pub permissive_modify: bool,
     /// Subtree Delete.
     pub subtree_delete: bool,
+    /// Criticality of the pre-read and post-read controls (a critical one whose entry the
+    /// requester may not read fails the operation; a non-critical one is left out).
+    pub read_critical: (bool, bool),
+    /// Proxied Authorization (RFC 4370): the authzId the operation runs as (always
+    /// critical; a non-critical one is a `protocolError`).
+    pub proxied_authz: Option<&'a [u8]>,
 }
 
 impl<'a> RequestControls<'a> {
@@ -131,10 +142,22 @@ impl<'a> RequestControls<'a> {
                 }
                 oid::ASSERTION => out.assertion = Some(Assertion::from_control(&c).map_err(bad)?.filter),
                 oid::PRE_READ => {
-                    out.pre_read = Some(PreReadRequest::from_control(&c).map_err(bad)?.attributes)
+                    out.pre_read = Some(PreReadRequest::from_control(&c).map_err(bad)?.attributes);
+                    out.read_critical.0 = c.critical;
                 }
                 oid::POST_READ => {
-                    out.post_read = Some(PostReadRequest::from_control(&c).map_err(bad)?.attributes)
+                    out.post_read = Some(PostReadRequest::from_control(&c).map_err(bad)?.attributes);
+                    out.read_critical.1 = c.critical;
+                }
+                oid::PROXIED_AUTHZ => {
+                    // RFC 4370 section 3: servers MUST reject a non-critical one with
+                    // protocolError.
+                    if !c.critical {
+                        return Err(OpError::protocol(format!(
+                            "control {name} (proxied authorization) must be marked critical (RFC 4370 section 3)"
+                        )));
+                    }
+                    out.proxied_authz = Some(ProxiedAuthz::from_control(&c).map_err(bad)?.authz_id);
                 }
                 oid::MANAGE_DSA_IT => {
                     ManageDsaIt::from_control(&c).map_err(bad)?;

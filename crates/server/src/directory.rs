@@ -1,5 +1,6 @@
 //! [`Directory`]: what every operation shares — the configuration, the schema, the store,
-//! the CSN generator — and the first-start set-up of a data directory.
+//! the CSN generator, the compiled access rules — and the first-start set-up of a data
+//! directory.
 //!
 //! Opening, in steps:
 //! 1. load the schema and normalize the suffixes and the admin DN through it;
@@ -29,6 +30,7 @@ use larch_model::entry::{Entry, Options};
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_store::{OpenReport, Store, StoreError, StoreReader};
 
+use crate::acl::AccessRules;
 use crate::auth::password;
 use crate::auth::throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
@@ -101,6 +103,8 @@ pub struct Directory {
     pub tls: Option<Arc<TlsState>>,
     /// Failed binds per client address (`[bind_throttle]`).
     pub bind_throttle: BindThrottle,
+    /// The compiled access rules (the default policy when the configuration has none).
+    pub acl: AccessRules,
 }
 
 impl Directory {
@@ -116,6 +120,7 @@ impl Directory {
             .map(|t| t.id)
             .ok_or_else(|| setup_error("", "the schema does not define userPassword"))?;
         let tls = config.tls.as_ref().map(TlsState::load).transpose()?.map(Arc::new);
+        let acl = AccessRules::compile(&config.access, &schema)?;
         let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
         let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
         let bind_throttle = BindThrottle::new(config.bind_throttle.clone());
@@ -130,6 +135,7 @@ impl Directory {
             user_password,
             tls,
             bind_throttle,
+            acl,
         };
         let mut startup = Startup {
             report,

@@ -12,13 +12,14 @@
 //! controls, [`error`] is the one place
 //! where failures become result codes, [`opattrs`] maintains the operational attributes,
 //! [`directory`] holds the shared state and sets up a new data directory, [`config`] reads
-//! `larch.toml`.
+//! `larch.toml`, [`acl`] decides who may do what (rules, default policy, proxied
+//! authorization).
 //!
-//! Not built yet: access control, the access/audit logs and `cn=monitor` (the project's
-//! "security" issue and later work).
+//! Not built yet: the access/audit logs and `cn=monitor`.
 
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod auth;
 pub mod client;
 pub mod config;

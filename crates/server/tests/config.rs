@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use larch_model::schema::{BuiltinSchemas, Schema};
+use larch_server::acl::rule::Keyword;
+use larch_server::acl::{Privileges, Scope};
 use larch_server::config::{
     ClientCertificates, ConfigError, DefaultScheme, ExternalMap, IpNetwork, ListenUrl, RequireTls,
     SaslMechanisms, ServerConfig, TlsSettings,
@@ -248,6 +250,42 @@ fn documented_example_parses_to_its_values() {
             IpNetwork::parse("192.0.2.10").unwrap(),
             IpNetwork::parse("2001:db8:1::/48").unwrap()
         ]
+    );
+    // Access control: three rules and one proxy clause, as written.
+    let a = &c.access;
+    assert_eq!(a.rules.len(), 3);
+    assert_eq!(
+        a.rules[0].attrs.as_deref(),
+        Some(&["userPassword".to_string()][..])
+    );
+    assert_eq!(a.rules[0].by.len(), 2);
+    assert_eq!(a.rules[0].by[0].who.keyword, Some(Keyword::SelfEntry));
+    assert_eq!(a.rules[0].by[0].access, Privileges::parse("=wx").unwrap());
+    assert_eq!(a.rules[0].by[1].access, Privileges::parse("auth").unwrap());
+    let people = &a.rules[1];
+    assert_eq!(people.dn.as_deref(), Some("ou=people,dc=corp,dc=example"));
+    assert_eq!(people.scope, Scope::Children);
+    assert_eq!(people.filter.as_deref(), Some("(objectClass=inetOrgPerson)"));
+    assert_eq!(
+        people.attrs.as_deref(),
+        Some(&["mail".to_string(), "entry".to_string()][..])
+    );
+    assert_eq!(
+        people.by[1].who.group.as_deref(),
+        Some("cn=helpdesk,ou=groups,dc=corp,dc=example")
+    );
+    assert_eq!(people.by[2].who.dn.as_deref(), Some("ou=apps,dc=corp,dc=example"));
+    assert_eq!(people.by[2].who.scope, Scope::Subtree);
+    assert_eq!(people.by[2].access, Privileges::parse("read").unwrap());
+    assert_eq!(a.rules[2].by[0].who.keyword, Some(Keyword::Users));
+    assert_eq!(a.proxy.len(), 1);
+    assert_eq!(
+        a.proxy[0].dn.as_deref(),
+        Some("cn=portal,ou=apps,dc=corp,dc=example")
+    );
+    assert_eq!(
+        a.proxy[0].peer.map(|p| p.to_string()).as_deref(),
+        Some("10.0.0.0/8")
     );
 
     // Every key of the example differs from its default, so each one is really read.

@@ -189,6 +189,12 @@ impl Harness {
     }
 
     fn with_suffixes(extra: &[&str]) -> Harness {
+        Harness::with_config(extra, "")
+    }
+
+    /// With extra suffixes and access rules (`[[access]]` tables in TOML; empty: the
+    /// default policy).
+    fn with_config(extra: &[&str], access: &str) -> Harness {
         static N: AtomicU64 = AtomicU64::new(0);
         let path = std::env::temp_dir().join(format!(
             "larch-write-ops-{}-{}",
@@ -196,7 +202,7 @@ impl Harness {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&path);
-        let mut config = ServerConfig::default();
+        let mut config = ServerConfig::from_toml_str(access).unwrap();
         config.server.data_dir = path.clone();
         config.directory.extra_suffixes = extra.iter().map(|s| s.to_string()).collect();
         config.store.sync = SyncPolicy::None;
@@ -343,7 +349,7 @@ impl Harness {
         };
         let version = self.dir.store.current();
         with_request(ProtocolOp::CompareRequest(req), controls, |op, c| match op {
-            ProtocolOp::CompareRequest(r) => compare(&self.dir, &version, &self.identity, &r, c),
+            ProtocolOp::CompareRequest(r) => compare(&self.dir, &version, &self.identity, &CLIENT, &r, c),
             _ => unreachable!(),
         })
     }
@@ -845,7 +851,11 @@ fn subtree_delete_removes_everything_or_nothing() {
 
 #[test]
 fn modify_applies_all_changes_and_updates_operational_attributes() {
-    let mut h = Harness::open();
+    // The editor may write (a rule), so modifiersName shows an identity other than the admin.
+    let mut h = Harness::with_config(
+        &[],
+        "[[access]]\nby = [{ dn = \"cn=Editor,dc=example,dc=com\", access = \"write\" }]\n",
+    );
     h.people();
     h.person("Alice", PEOPLE);
     let before = h.get(ALICE).unwrap();

@@ -137,7 +137,7 @@ const UNDEFINED: Kind = Kind::Constant(Tri::Undefined);
 fn target(description: &[u8], schema: &Schema) -> Option<Target> {
     let (ty, options) = split_description(description)?;
     let t = schema.attribute_type(ty)?;
-    let types = schema.family(t.id).to_vec();
+    let types = schema.family(t.id);
     Some(Target { types, options })
 }
 

@@ -7,9 +7,13 @@
 //! filter choice) turned into the constant Undefined. Evaluating it against an entry then
 //! only normalizes the entry's values and compares keys; it walks the compiled nodes with a
 //! fixed stack and allocates nothing beyond the caller's scratch buffer.
+//!
+//! A server enforcing access control hides the types a requester may not search
+//! ([`CompiledFilter::hide`]: each assertion on them becomes Undefined).
 
 mod compile;
 mod eval;
+mod restrict;
 
 pub use compile::CompiledFilter;
 

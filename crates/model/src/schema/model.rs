@@ -210,9 +210,10 @@ pub struct Schema {
     pub(crate) syntaxes: Vec<DescribedSyntax>,
     /// DIT content rules, DIT structure rules and name forms, kept as written.
     pub(crate) other_elements: Vec<(Element, Location)>,
-    /// Per attribute type (by ID): the type itself, then each of its subtypes in ID order
-    /// (computed at load: filters and the planner ask for it on every search).
-    pub(crate) families: Vec<Box<[AttributeTypeId]>>,
+    /// Per attribute type (by ID): its direct subtypes (the types naming it as `SUP`), in
+    /// ID order; computed at load so that [`Schema::family`] walks only the types it
+    /// returns (filters and the planner ask for a family on every search).
+    pub(crate) direct_subtypes: Vec<Box<[AttributeTypeId]>>,
 }
 
 /// Folds ASCII letters of `name` to lower case into `buf` without allocating; `None` for
@@ -265,10 +266,24 @@ impl Schema {
         self.object_classes.iter()
     }
 
-    /// `id` followed by every subtype of it (direct or not) in ID order: the types a filter
-    /// or an index lookup on `id` covers (RFC 4512 section 2.5.1). Empty for an unknown ID.
-    pub fn family(&self, id: AttributeTypeId) -> &[AttributeTypeId] {
-        self.families.get(id.index()).map_or(&[], |f| f)
+    /// `id` followed by every subtype of it, direct or not: the types a filter or an index
+    /// lookup on `id` covers (RFC 4512 section 2.5.1). Empty for an unknown ID. The work is
+    /// proportional to the family's size (an explicit stack, no recursion: SUP chains may
+    /// be long).
+    pub fn family(&self, id: AttributeTypeId) -> Vec<AttributeTypeId> {
+        if self.attribute_types.get(id.index()).is_none() {
+            return Vec::new();
+        }
+        let mut family = vec![id];
+        let mut next = 0;
+        // The SUP relation was checked acyclic at load, so each type is reached once.
+        while let Some(&t) = family.get(next) {
+            next += 1;
+            if let Some(subs) = self.direct_subtypes.get(t.index()) {
+                family.extend_from_slice(subs);
+            }
+        }
+        family
     }
 
     /// Whether `sub` is `sup` or a subtype of it along `SUP` (RFC 4512 section 2.5.1:

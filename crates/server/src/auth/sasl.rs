@@ -138,7 +138,7 @@ fn external(
         admin,
     };
     match authzid {
-        Some(z) if !z.is_empty() => authorize(dir, version, identity, z),
+        Some(z) if !z.is_empty() => authorize(dir, version, identity, z, client),
         _ => Ok(identity),
     }
 }
@@ -247,7 +247,7 @@ fn plain(
     if msg.authzid.is_empty() {
         Ok(identity)
     } else {
-        authorize(dir, version, identity, msg.authzid)
+        authorize(dir, version, identity, msg.authzid, client)
     }
 }
 
@@ -263,6 +263,7 @@ fn authorize(
     version: &Version,
     authenticated: Identity,
     authzid: &[u8],
+    client: &Client,
 ) -> Result<Identity, OpError> {
     let text = String::from_utf8_lossy(authzid);
     let denied = |m: String| OpError::new(ResultCode::INSUFFICIENT_ACCESS_RIGHTS, m);
@@ -288,7 +289,7 @@ fn authorize(
     if authenticated.norm_dn() == Some(&norm) {
         return Ok(authenticated);
     }
-    if !may_proxy(dir, &authenticated) {
+    if !may_proxy(dir, &authenticated, client) {
         return Err(denied(format!(
             "`{}` may not act as `{}`: it has no proxy authorization right",
             authenticated.dn(),
@@ -309,12 +310,11 @@ fn authorize(
     })
 }
 
-/// Whether `authenticated` may act as another identity (a SASL authorization identity).
-/// The access-control rules decide who has this proxy right; until they are consulted
-/// here, only the configured administrator has it (as slapd lets its rootdn authorize as
-/// any DN of its databases).
-fn may_proxy(dir: &Directory, authenticated: &Identity) -> bool {
-    authenticated.norm_dn() == Some(&dir.admin_dn)
+/// Whether `authenticated`, connected from `client`, may act as another identity (a SASL
+/// authorization identity): the proxy right of the access rules (`[access_proxy]`; the
+/// administrator always has it, as slapd lets its rootdn authorize as any DN).
+fn may_proxy(dir: &Directory, authenticated: &Identity, client: &Client) -> bool {
+    dir.acl.may_proxy(authenticated, client)
 }
 
 #[cfg(test)]

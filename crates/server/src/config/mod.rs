@@ -15,13 +15,14 @@
 //!    directory (from the current directory for text and for the defaults);
 //! 4. [`ServerConfig::validate`] loads the schema (built-in files, then `schema.files`),
 //!    normalizes the suffixes and the admin DN through it, resolves the indexes against
-//!    it, and checks every limit's bounds.
+//!    it, compiles the access rules against it (`access`), and checks every limit's bounds.
 //!
 //! Invariant: a [`ServerConfig`] returned by [`ServerConfig::from_toml_str`] or
 //! [`ServerConfig::load`] has passed [`ServerConfig::validate`]; [`ServerConfig::default`]
 //! passes it too (a test checks). The fields are public so that tools and tests can build
 //! a configuration in code; such a configuration should be validated before use.
 
+pub mod access;
 mod bind_throttle;
 mod duration;
 mod error;
@@ -44,6 +45,7 @@ use larch_store::index::{IndexConfig, IndexConfigError, IndexKinds, ResolvedInde
 use larch_store::wal::SyncPolicy;
 use larch_store::StoreOptions;
 
+pub use access::AccessConfig;
 pub use bind_throttle::{
     BindThrottleSettings, IpNetwork, DEFAULT_BIND_FAILURE_WINDOW, DEFAULT_BIND_INITIAL_DELAY,
     DEFAULT_BIND_MAX_DELAY, DEFAULT_BIND_MAX_FAILURES, MAX_BIND_DELAY, MAX_EXEMPT_NETWORKS,
@@ -176,6 +178,8 @@ pub struct ServerConfig {
     pub password: PasswordSettings,
     /// `[bind_throttle]`: failed binds from one address slow down its later binds.
     pub bind_throttle: BindThrottleSettings,
+    /// `[[access]]` and `[access_proxy]`: access control (no rules: the default policy).
+    pub access: AccessConfig,
 }
 
 /// `[server]`.
@@ -301,6 +305,7 @@ impl Default for ServerConfig {
             sasl: SaslSettings::default(),
             password: PasswordSettings::default(),
             bind_throttle: BindThrottleSettings::default(),
+            access: AccessConfig::default(),
         }
     }
 }
@@ -538,6 +543,7 @@ impl ServerConfig {
         if let Some(t) = raw.bind_throttle {
             c.bind_throttle = BindThrottleSettings::from_raw(t)?;
         }
+        c.access = access::parse(raw.access, raw.access_proxy)?;
         Ok(c)
     }
 
@@ -615,6 +621,7 @@ impl ServerConfig {
             };
             ConfigError::invalid(format!("indexes.{attr}"), e.to_string())
         })?;
+        crate::acl::AccessRules::compile(&self.access, &schema)?;
         Ok(())
     }
 

@@ -13,7 +13,8 @@
 //! 4. the DN lies within a naming context (`unwillingToPerform`, 53);
 //! 5. no NO-USER-MODIFICATION attribute is given, whoever asks (`constraintViolation`, 19);
 //! 6. the entry passes the schema check (`larch_model::entry::check::check_entry`);
-//! 7. userPassword values are hashed, or refused when pre-hashed by anyone but the
+//! 7. access control, early (see [`crate::acl::ops`]);
+//! 8. userPassword values are hashed, or refused when pre-hashed by anyone but the
 //!    administrator (`constraintViolation`, 19; see [`super::userpassword`]).
 //!
 //! [`apply_add`], on the writer thread:
@@ -21,7 +22,9 @@
 //! 2. the Assertion control is checked against the new entry (`assertionFailed`, 122);
 //! 3. the entry must not exist (68) and its parent must, unless the DN is a configured
 //!    suffix (`noSuchObject`, 32, with the deepest existing ancestor as matchedDN);
-//! 4. the store adds it; the Post-Read control reads it back.
+//! 4. access control: `add` on the parent's `children` and on the new entry
+//!    (`insufficientAccessRights`, 50);
+//! 5. the store adds it; the Post-Read control reads it back (what the requester may read).
 
 use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::{check_entry, check_user_modifiable, CheckedEntry};
@@ -105,9 +108,11 @@ pub fn prepare_add(
         check_user_modifiable(a.ty, schema)?;
     }
     let checked = check_entry(&entry, schema)?;
+    let naming_context = dir.suffixes.contains(&entry.norm_dn);
+    ctx.check_early(|access, version| access.check_add(version, &entry, naming_context))?;
     userpassword::prepare_entry(ctx, &mut entry, &shown)?;
     Ok(PreparedAdd {
-        naming_context: dir.suffixes.contains(&entry.norm_dn),
+        naming_context,
         entry,
         checked,
         assertion: PreparedAssertion::new(controls, schema),
@@ -199,10 +204,12 @@ pub fn apply_add(
             }
         }
     }
+    let access = ctx.access(version);
+    access.check_add(version, &entry, naming_context)?;
     let stored = entry.to_stored();
     let id = txn.add(&entry.dn, &entry.norm_dn, &stored, naming_context)?;
     Ok(reads
-        .post_read(txn.version(), id, &dir.optypes)?
+        .post_read(txn.version(), id, &dir.optypes, &access)?
         .into_iter()
         .collect())
 }

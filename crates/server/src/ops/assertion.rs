@@ -10,7 +10,10 @@
 //!    numSubordinates, subschemaSubentry), so `(hasSubordinates=FALSE)` can guard a
 //!    delete. For an Add, the target is the entry being added (as slapd evaluates it),
 //!    with the operational attributes the add sets;
-//! 3. only TRUE passes: FALSE and Undefined (RFC 4511 section 4.5.1.7) both fail.
+//! 3. on a stored entry, each type the requester may not search (access control) is
+//!    hidden: an assertion on it is Undefined, as in a search filter, so the control
+//!    cannot reveal values the requester may not see;
+//! 4. only TRUE passes: FALSE and Undefined (RFC 4511 section 4.5.1.7) both fail.
 
 use larch_model::dn::Dn;
 use larch_model::entry::{Attribute, Entry, Options, StoredEntry, StoredRef};
@@ -19,6 +22,8 @@ use larch_model::schema::Schema;
 use larch_proto::ResultCode;
 use larch_store::{EntryId, Version};
 
+use crate::acl::ops::OpAccess;
+use crate::acl::Target;
 use crate::controls::RequestControls;
 use crate::error::OpError;
 use crate::opattrs::{OperationalTypes, SUBSCHEMA_SUBENTRY_DN};
@@ -37,12 +42,14 @@ impl PreparedAssertion {
         })
     }
 
-    /// Checks entry `id` of `version` (stored and computed attributes).
+    /// Checks entry `id` of `version` (stored and computed attributes, without those
+    /// `access` may not search).
     pub fn check_stored(
         &self,
         version: &Version,
         id: EntryId,
         optypes: &OperationalTypes,
+        access: &OpAccess<'_>,
     ) -> Result<(), OpError> {
         let dn_text = version.dn(id);
         let Some(view) = version.entry(id) else {
@@ -63,7 +70,11 @@ impl PreparedAssertion {
         } else {
             None
         };
+        let hidden = access
+            .entry(Target::Stored { version, id })
+            .hide_unsearchable(&self.filter, version.schema());
         self.check(
+            hidden.as_ref().unwrap_or(&self.filter),
             &StoredEntry::build(&attrs),
             dn.as_ref(),
             version.schema(),
@@ -94,18 +105,25 @@ impl PreparedAssertion {
                 values: vec![value.to_vec()],
             });
         }
-        self.check(&StoredEntry::build(&attrs), Some(&entry.dn), schema, &dn_text)
+        self.check(
+            &self.filter,
+            &StoredEntry::build(&attrs),
+            Some(&entry.dn),
+            schema,
+            &dn_text,
+        )
     }
 
     fn check(
         &self,
+        filter: &CompiledFilter,
         stored: &StoredEntry,
         dn: Option<&Dn>,
         schema: &Schema,
         shown: &str,
     ) -> Result<(), OpError> {
         let mut scratch = Vec::new();
-        if self.filter.matches(stored.as_ref(), dn, schema, &mut scratch) {
+        if filter.matches(stored.as_ref(), dn, schema, &mut scratch) {
             Ok(())
         } else {
             Err(OpError::new(

@@ -6,7 +6,9 @@
 //!    has an equality rule (`inappropriateMatching`, 18), and the assertion value is valid
 //!    for that rule (`invalidAttributeSyntax`, 21);
 //! 3. the entry exists (`noSuchObject`, 32, with the deepest existing ancestor as
-//!    matchedDN) and matches the Assertion control (`assertionFailed`, 122);
+//!    matchedDN); the requester has `compare` on the asserted type, else
+//!    `insufficientAccessRights` (50), or `noSuchObject` without `disclose` on the entry
+//!    (as slapd); the entry matches the Assertion control (`assertionFailed`, 122);
 //! 4. the values looked at are those of the type and of its subtypes (RFC 4511: "the
 //!    attribute or a subtype"), in attributes carrying at least the description's options,
 //!    and, for a computed type (entryDN, hasSubordinates, numSubordinates,
@@ -27,6 +29,8 @@ use larch_store::Version;
 
 use super::assertion::PreparedAssertion;
 use super::find_entry;
+use crate::acl::ops::OpAccess;
+use crate::client::Client;
 use crate::controls::RequestControls;
 use crate::directory::Directory;
 use crate::error::OpError;
@@ -35,12 +39,13 @@ use crate::identity::Identity;
 /// OIDs of `objectClass` and `structuralObjectClass`, whose values are class names or OIDs.
 const CLASS_TYPES: [&str; 2] = ["2.5.4.0", "2.5.21.9"];
 
-/// Runs a Compare on `version`: `Ok(true)` is compareTrue (6), `Ok(false)` compareFalse
-/// (5). Access control is decided by the caller; `_identity` is who asks.
+/// Runs a Compare on `version` for `identity` connected as `client`: `Ok(true)` is
+/// compareTrue (6), `Ok(false)` compareFalse (5).
 pub fn compare(
     dir: &Directory,
     version: &Version,
-    _identity: &Identity,
+    identity: &Identity,
+    client: &Client,
     req: &CompareRequest<'_>,
     controls: &RequestControls<'_>,
 ) -> Result<bool, OpError> {
@@ -71,8 +76,10 @@ pub fn compare(
         ));
     }
     let id = find_entry(version, &norm, &shown)?;
+    let access = OpAccess::new(&dir.acl, identity, client, version);
+    access.check_compare(version, id, t.id, &shown)?;
     if let Some(a) = PreparedAssertion::new(controls, schema) {
-        a.check_stored(version, id, &dir.optypes)?;
+        a.check_stored(version, id, &dir.optypes, &access)?;
     }
     let view = version
         .entry(id)

@@ -7,12 +7,15 @@
 //! [`apply_delete`], on the writer thread:
 //! 1. the entry exists (`noSuchObject`, 32, with the deepest existing ancestor as
 //!    matchedDN);
-//! 2. the Assertion control matches it (`assertionFailed`, 122);
+//! 2. access control: `delete` on the parent's `children` and on the entry
+//!    (`insufficientAccessRights`, 50); the Assertion control matches it
+//!    (`assertionFailed`, 122);
 //! 3. it is a leaf (`notAllowedOnNonLeaf`, 66), unless the Subtree Delete control is
 //!    present: then the whole subtree is collected first (at most
 //!    [`MAX_SUBTREE_DELETE`] entries, else `adminLimitExceeded`, 11, and nothing is
 //!    deleted) and deleted deepest first, every entry after its subordinates, in one
-//!    transaction. The subtree walk lists parents before children, so its reverse lists
+//!    transaction, each entry passing the same access check. The subtree walk lists
+//!    parents before children, so its reverse lists
 //!    children first and each delete removes a leaf, which the store cannot refuse;
 //! 4. the Pre-Read control reads the entry before it goes.
 //!
@@ -60,6 +63,10 @@ pub fn prepare_delete(
     let dir = ctx.dir;
     let (dn, norm) = NormDn::parse(req.dn, &*dir.schema)?;
     check_target(dir, &norm, &dn.to_string(), Target::Delete)?;
+    ctx.check_early(|access, version| match version.find(&norm) {
+        Some(id) => access.check_delete(version, id),
+        None => Ok(()),
+    })?;
     Ok(PreparedDelete {
         dn,
         norm,
@@ -80,8 +87,10 @@ pub fn apply_delete(
     let shown = op.dn.to_string();
     let version = txn.version();
     let id = find_entry(version, &op.norm, &shown)?;
+    let access = ctx.access(version);
+    access.check_delete(version, id)?;
     if let Some(a) = &op.assertion {
-        a.check_stored(version, id, &dir.optypes)?;
+        a.check_stored(version, id, &dir.optypes, &access)?;
     }
     let victims: Vec<EntryId> = if version.has_children(id) {
         if !op.subtree {
@@ -109,6 +118,10 @@ pub fn apply_delete(
                 format!("the subtree of `{shown}` could not be listed completely; nothing was deleted"),
             ));
         }
+        // Every entry of the subtree needs the same rights as the entry itself.
+        for &e in all.iter().skip(1) {
+            access.check_delete(version, e)?;
+        }
         all.reverse();
         all
     } else {
@@ -116,7 +129,7 @@ pub fn apply_delete(
     };
     let controls: Vec<ResponseControl> = op
         .reads
-        .pre_read(version, id, &dir.optypes)?
+        .pre_read(version, id, &dir.optypes, &access)?
         .into_iter()
         .collect();
     for victim in victims {

@@ -23,7 +23,11 @@
 //!   `noSuchObject`, the DN of the deepest existing ancestor as matchedDN;
 //! - responses are not written here: `apply_*` returns the response controls (pre-read,
 //!   post-read) and the connection encodes the result;
-//! - referrals and access control are decided before these functions are called.
+//! - referrals are decided before these functions are called; access control
+//!   ([`crate::acl::ops`]) is checked twice: early in `prepare_*`, on the store's current
+//!   version (a refusal there costs the writer nothing), and again in `apply_*` on the
+//!   transaction's version, which is the check that counts (the parent, a rule's filter and
+//!   group membership may change in between). Both come before any change.
 //!
 //! Compare ([`compare::compare`]) is a read: it runs inline on a [`Version`]. The Password
 //! Modify extended operation ([`password_modify`], RFC 3062) is a write in the same two
@@ -55,6 +59,7 @@ use larch_model::schema::Schema;
 use larch_proto::ResultCode;
 use larch_store::{EntryId, Lookup, Version};
 
+use crate::acl::ops::OpAccess;
 use crate::client::Client;
 use crate::directory::Directory;
 use crate::error::OpError;
@@ -70,6 +75,26 @@ pub struct WriteContext<'a> {
     pub identity: &'a Identity,
     /// The client at the other end of the connection.
     pub client: &'a Client,
+}
+
+impl WriteContext<'_> {
+    /// The access checks of this context's requester on `version`.
+    pub(crate) fn access<'v>(&'v self, version: &Version) -> OpAccess<'v> {
+        OpAccess::new(&self.dir.acl, self.identity, self.client, version)
+    }
+
+    /// The early access check of a `prepare_*`: `check` on the store's current version,
+    /// skipped for the admin (who may do everything; it saves taking the version).
+    pub(crate) fn check_early(
+        &self,
+        check: impl FnOnce(&OpAccess<'_>, &Version) -> Result<(), OpError>,
+    ) -> Result<(), OpError> {
+        if self.identity.is_admin() {
+            return Ok(());
+        }
+        let version = self.dir.store.current();
+        check(&self.access(&version), &version)
+    }
 }
 
 /// The operation a DN check is made for; it chooses slapd's wording of the refusal.

@@ -6,14 +6,17 @@
 //! 2. each change names a known attribute type (`undefinedAttributeType`, 17); an add
 //!    carries values and an increment exactly one (`protocolError`, 2); no change touches a
 //!    NO-USER-MODIFICATION type (`constraintViolation`, 19);
-//! 3. the change list is copied so that the prepared operation owns it; userPassword
+//! 3. access control, early (see [`crate::acl::ops`]);
+//! 4. the change list is copied so that the prepared operation owns it; userPassword
 //!    values are hashed on the way, a pre-hashed one is refused unless the administrator
 //!    writes it (`constraintViolation`, 19), and a delete may name a password in cleartext
 //!    (see [`super::userpassword`]).
 //!
 //! [`apply_modify`], on the writer thread:
-//! 1. the entry exists (`noSuchObject`, 32, with matchedDN) and matches the Assertion
-//!    control (`assertionFailed`, 122);
+//! 1. the entry exists (`noSuchObject`, 32, with matchedDN); the requester may make every
+//!    change (`insufficientAccessRights`, 50: `add`, `delete`, both for replace,
+//!    `increment`, on each attribute); it matches the Assertion control
+//!    (`assertionFailed`, 122);
 //! 2. the changes are applied in order to a copy of the entry
 //!    (`larch_model::entry::modify::apply_changes`: 16, 17, 19, 20, 21, 65, 67, 69 as the
 //!    model maps them), all or nothing;
@@ -86,6 +89,10 @@ pub fn prepare_modify(
         }
         check_user_modifiable(ty, schema)?;
     }
+    ctx.check_early(|access, version| match version.find(&norm) {
+        Some(id) => access.check_modify(version, id, req.changes),
+        None => Ok(()),
+    })?;
     let changes = if touches_password {
         userpassword::rewrite_changes(ctx, &req.changes, &norm, &shown)?
     } else {
@@ -114,12 +121,15 @@ pub fn apply_modify(
     let shown = op.dn.to_string();
     let version = txn.version();
     let id = find_entry(version, &op.norm, &shown)?;
+    let changes: SeqOf<'_, Change<'_>> = SeqOf::decode_contents(&op.changes)?;
+    let access = ctx.access(version);
+    access.check_modify(version, id, changes)?;
     if let Some(a) = &op.assertion {
-        a.check_stored(version, id, &dir.optypes)?;
+        a.check_stored(version, id, &dir.optypes, &access)?;
     }
     let mut controls: Vec<ResponseControl> = op
         .reads
-        .pre_read(version, id, &dir.optypes)?
+        .pre_read(version, id, &dir.optypes, &access)?
         .into_iter()
         .collect();
     let view = version
@@ -129,7 +139,6 @@ pub fn apply_modify(
     // differently; both normalize alike).
     let dn = Dn::parse(version.dn(id).as_bytes()).unwrap_or(op.dn);
     let mut entry = Entry::from_stored(dn, op.norm, view.attrs());
-    let changes: SeqOf<'_, Change<'_>> = SeqOf::decode_contents(&op.changes)?;
     let options = ModifyOptions {
         permissive: op.permissive,
         internal: false,
@@ -137,6 +146,6 @@ pub fn apply_modify(
     apply_changes(&mut entry, changes, schema, options)?;
     on_modify(&mut entry, ctx.identity.dn(), &OpStamp::now(&dir.csn), schema)?;
     txn.modify(id, &entry.to_stored())?;
-    controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes)?);
+    controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes, &access)?);
     Ok(controls)
 }

@@ -11,13 +11,15 @@
 //!    above it (53), as slapd refuses both before any lookup;
 //! 4. the DN lies within a naming context (53); a naming context can be renamed only to
 //!    another configured suffix (53); the new DN must lie within a naming context
-//!    (`affectsMultipleDSAs`, 71, slapd's "cannot rename between DSAs").
+//!    (`affectsMultipleDSAs`, 71, slapd's "cannot rename between DSAs");
+//! 5. access control, early (see [`crate::acl::ops`]).
 //!
 //! [`apply_modify_dn`], on the writer thread:
-//! 1. the entry exists (`noSuchObject`, 32, with matchedDN) and matches the Assertion
-//!    control (`assertionFailed`, 122);
+//! 1. the entry exists (`noSuchObject`, 32, with matchedDN);
 //! 2. the new parent exists unless the new DN is a configured suffix (32, with the deepest
-//!    existing ancestor of the new superior as matchedDN); no other entry has the new DN
+//!    existing ancestor of the new superior as matchedDN); access control
+//!    (`insufficientAccessRights`, 50; see [`crate::acl::ops`]); the entry matches the
+//!    Assertion control (`assertionFailed`, 122); no other entry has the new DN
 //!    (`entryAlreadyExists`, 68; renaming an entry to its own name, e.g. to change the
 //!    case of a value, is allowed);
 //! 3. the new entry is computed on a copy: each value of the new RDN is added unless
@@ -33,7 +35,7 @@ use larch_model::entry::check::check_entry;
 use larch_model::entry::{Entry, Options};
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_proto::{ModifyDnRequest, ResultCode};
-use larch_store::{Lookup, WriteTxn};
+use larch_store::{EntryId, Lookup, Version, WriteTxn};
 
 use super::assertion::PreparedAssertion;
 use super::read_entry::ReadControls;
@@ -41,6 +43,7 @@ use super::{
     check_in_naming_context, check_naming_attributes, check_special, equality_key, find_entry,
     within_naming_context, Target, WriteContext,
 };
+use crate::acl::ops::OpAccess;
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::opattrs::{on_rename, OpStamp};
@@ -54,6 +57,8 @@ pub struct PreparedModifyDn {
     new_dn: Dn,
     new_norm: NormDn,
     delete_old_rdn: bool,
+    /// The entry moves: a newSuperior other than its parent was given.
+    moves: bool,
     /// The new DN is a configured suffix (no parent entry needed).
     naming_context: bool,
     assertion: Option<PreparedAssertion>,
@@ -133,17 +138,68 @@ pub fn prepare_modify_dn(
             format!("cannot rename `{shown}` to `{new_dn}`: the new DN is not within a naming context of this server"),
         ));
     }
-    Ok(PreparedModifyDn {
+    let moves = req.new_superior.is_some() && new_norm.parent() != norm.parent();
+    let prepared = PreparedModifyDn {
         dn,
         norm,
         new_rdn,
         new_dn,
         new_norm,
         delete_old_rdn: req.delete_old_rdn,
+        moves,
         naming_context,
         assertion: PreparedAssertion::new(controls, schema),
         reads: ReadControls::new(controls, schema, &dir.optypes),
-    })
+    };
+    ctx.check_early(|access, version| match version.find(&prepared.norm) {
+        Some(id) => check_access(access, version, id, &prepared),
+        None => Ok(()),
+    })?;
+    Ok(prepared)
+}
+
+/// The RDN of entry `id` as stored (the request may spell it differently; both normalize
+/// alike), else the request's.
+fn stored_rdn(version: &Version, id: EntryId, requested: &Dn) -> Option<Rdn> {
+    Dn::parse(version.dn(id).as_bytes())
+        .ok()
+        .and_then(|d| d.rdns.into_iter().next())
+        .or_else(|| requested.rdns.first().cloned())
+}
+
+/// The access check of renaming entry `id` of `version` (see [`crate::acl::ops`]): the
+/// new superior's `children` when it exists (a missing one is the caller's noSuchObject),
+/// `add` on the new RDN's types, `delete` on the types of old RDN values that go.
+fn check_access(
+    access: &OpAccess<'_>,
+    version: &Version,
+    id: EntryId,
+    op: &PreparedModifyDn,
+) -> Result<(), OpError> {
+    if access.requester.is_admin() {
+        return Ok(());
+    }
+    let schema = version.schema();
+    let new_parent = if !op.moves {
+        None
+    } else if op.naming_context {
+        Some(Some(0))
+    } else {
+        Some(op.new_norm.parent().and_then(|p| version.find(&p)))
+    };
+    let new_keys = rdn_keys(&op.new_rdn.avas, schema)?;
+    let added: Vec<AttributeTypeId> = new_keys.iter().map(|(t, _, _)| *t).collect();
+    let mut removed = Vec::new();
+    if op.delete_old_rdn {
+        if let Some(old) = stored_rdn(version, id, &op.dn) {
+            for (ty, key, _) in rdn_keys(&old.avas, schema)? {
+                if !new_keys.iter().any(|(t, k, _)| *t == ty && *k == key) {
+                    removed.push(ty);
+                }
+            }
+        }
+    }
+    access.check_rename(version, id, new_parent, &added, &removed)
 }
 
 /// Renames the entry (see the module documentation). Returns the response controls.
@@ -158,9 +214,6 @@ pub fn apply_modify_dn(
     let new_shown = op.new_dn.to_string();
     let version = txn.version();
     let id = find_entry(version, &op.norm, &shown)?;
-    if let Some(a) = &op.assertion {
-        a.check_stored(version, id, &dir.optypes)?;
-    }
     if !op.naming_context {
         if let Some(parent) = op.new_norm.parent() {
             if let Lookup::Missing { matched } = version.lookup(&parent) {
@@ -175,6 +228,11 @@ pub fn apply_modify_dn(
             }
         }
     }
+    let access = ctx.access(version);
+    check_access(&access, version, id, &op)?;
+    if let Some(a) = &op.assertion {
+        a.check_stored(version, id, &dir.optypes, &access)?;
+    }
     if version.find(&op.new_norm).is_some_and(|other| other != id) {
         return Err(OpError::new(
             ResultCode::ENTRY_ALREADY_EXISTS,
@@ -183,17 +241,13 @@ pub fn apply_modify_dn(
     }
     let mut controls: Vec<ResponseControl> = op
         .reads
-        .pre_read(version, id, &dir.optypes)?
+        .pre_read(version, id, &dir.optypes, &access)?
         .into_iter()
         .collect();
     let view = version
         .entry(id)
         .ok_or_else(|| OpError::no_such_object(&shown, ""))?;
-    // The old RDN as stored (the request may spell it differently; both normalize alike).
-    let old_rdn = Dn::parse(version.dn(id).as_bytes())
-        .ok()
-        .and_then(|d| d.rdns.into_iter().next())
-        .or_else(|| op.dn.rdns.first().cloned());
+    let old_rdn = stored_rdn(version, id, &op.dn);
     let mut entry = Entry::from_stored(op.new_dn, op.new_norm, view.attrs());
     let new_keys = rdn_keys(&op.new_rdn.avas, schema)?;
     for (ty, key, ava) in &new_keys {
@@ -242,7 +296,7 @@ pub fn apply_modify_dn(
         &entry.to_stored(),
         op.naming_context,
     )?;
-    controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes)?);
+    controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes, &access)?);
     Ok(controls)
 }
 

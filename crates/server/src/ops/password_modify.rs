@@ -10,7 +10,8 @@
 //!    the subschema subentry and a DN outside every naming context are `unwillingToPerform`
 //!    (53) as for a Modify;
 //! 4. without ManageDsaIT, a target at or below a referral entry gets `referral` (10);
-//! 5. `may_set_password` must allow the requester (`insufficientAccessRights`, 50);
+//! 5. the access rules must give the requester `add` and `delete` on the target's
+//!    userPassword (`insufficientAccessRights`, 50);
 //! 6. the entry must exist: `noSuchObject` (32) with matchedDN; when oldPasswd was given,
 //!    `unwillingToPerform` (53) "unwilling to verify old password", as slapd answers;
 //! 7. the entry's userPassword values are kept for the old-password check.
@@ -37,6 +38,8 @@ use larch_proto::ResultCode;
 use larch_store::{Lookup, Version, WriteTxn};
 
 use super::{check_target, userpassword, Target, WriteContext};
+use crate::acl::ops::OpAccess;
+use crate::acl::{Privileges, Target as AclTarget, What};
 use crate::auth::password;
 use crate::config::PasswordSettings;
 use crate::error::OpError;
@@ -86,13 +89,22 @@ impl FinishError {
     }
 }
 
-/// Who may set the password of `target`: the entry itself or the administrator.
-///
-/// This is the interim rule until access control rules exist; the access-control rules
-/// (write access to the target's userPassword) will decide it, and this function is where
-/// they are to be consulted.
-fn may_set_password(ctx: &WriteContext<'_>, target: &NormDn) -> bool {
-    ctx.identity.is_admin() || ctx.identity.norm_dn() == Some(target)
+/// Whether the requester may set the password of `target`: `add` and `delete` (what a
+/// replace of userPassword needs) on its userPassword under the access rules. A target
+/// that does not exist is left to the lookup that follows for the entry itself and the
+/// administrator, and refused for anyone else (so that the answer does not tell whether
+/// the entry exists).
+fn may_set_password(ctx: &WriteContext<'_>, version: &Version, target: &NormDn) -> bool {
+    if ctx.identity.is_admin() {
+        return true;
+    }
+    let Some(id) = version.find(target) else {
+        return ctx.identity.norm_dn() == Some(target);
+    };
+    let access = OpAccess::new(&ctx.dir.acl, ctx.identity, ctx.client, version);
+    let mut entry = access.entry(AclTarget::Stored { version, id });
+    let what = What::Attribute(ctx.dir.user_password);
+    entry.allows(what, Privileges::ADD) && entry.allows(what, Privileges::DELETE)
 }
 
 /// Checks a Password Modify request against `version` (see the module documentation).
@@ -141,10 +153,10 @@ pub fn prepare_password_modify(
             return Err(e);
         }
     }
-    if !may_set_password(ctx, &norm) {
+    if !may_set_password(ctx, version, &norm) {
         return Err(OpError::new(
             ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
-            format!("no write access to the userPassword of `{shown}`: only the entry itself and the administrator may set it"),
+            format!("no write access to the userPassword of `{shown}` (see the access rules)"),
         ));
     }
     let entry = match version.lookup(&norm) {

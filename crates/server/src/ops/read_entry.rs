@@ -9,12 +9,18 @@
 //! 2. on the writer thread, the pre-read entry is encoded from the transaction's version
 //!    before the change, and the post-read entry after it, so each shows exactly the state
 //!    the update left or found (computed attributes included when selected);
-//! 3. the entry's DN is the stored one (for a Modify DN, the new DN in the post-read).
+//! 3. the entry's DN is the stored one (for a Modify DN, the new DN in the post-read);
+//! 4. access control applies as to a search: the requester needs `read` on the entry
+//!    (else a non-critical control is left out and a critical one fails the operation with
+//!    `insufficientAccessRights`, as slapd's `slap_read_controls`), and only the attributes
+//!    it may read are returned.
 
 use larch_proto::controls::{PostReadResponse, PreReadResponse};
 use larch_proto::{ResultCode, SearchResultEntry, SeqOf};
 use larch_store::{EntryId, Version};
 
+use crate::acl::ops::OpAccess;
+use crate::acl::{Privileges, Target, What};
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::opattrs::OperationalTypes;
@@ -27,6 +33,8 @@ pub struct ReadControls {
     pub pre: Option<Selection>,
     /// Post-read: attributes of the entry after the update.
     pub post: Option<Selection>,
+    /// Whether each control was critical (pre, post).
+    pub critical: (bool, bool),
 }
 
 impl ReadControls {
@@ -39,63 +47,91 @@ impl ReadControls {
         ReadControls {
             pre: controls.pre_read.map(|a| Selection::parse(a, schema, optypes)),
             post: controls.post_read.map(|a| Selection::parse(a, schema, optypes)),
+            critical: controls.read_critical,
         }
     }
 
-    /// The pre-read response control for entry `id` of `version`, when asked for.
+    /// The pre-read response control for entry `id` of `version`, when asked for and
+    /// allowed by `access`.
     pub fn pre_read(
         &self,
         version: &Version,
         id: EntryId,
         optypes: &OperationalTypes,
+        access: &OpAccess<'_>,
     ) -> Result<Option<ResponseControl>, OpError> {
-        self.pre
-            .as_ref()
-            .map(|sel| {
-                read_control(sel, version, id, optypes, |entry| {
-                    ResponseControl::typed(&PreReadResponse { entry })
-                })
-            })
-            .transpose()
+        let Some(sel) = &self.pre else { return Ok(None) };
+        read_control(
+            sel,
+            version,
+            id,
+            optypes,
+            access,
+            self.critical.0,
+            "pre-read",
+            |entry| ResponseControl::typed(&PreReadResponse { entry }),
+        )
     }
 
-    /// The post-read response control for entry `id` of `version`, when asked for.
+    /// The post-read response control for entry `id` of `version`, when asked for and
+    /// allowed by `access`.
     pub fn post_read(
         &self,
         version: &Version,
         id: EntryId,
         optypes: &OperationalTypes,
+        access: &OpAccess<'_>,
     ) -> Result<Option<ResponseControl>, OpError> {
-        self.post
-            .as_ref()
-            .map(|sel| {
-                read_control(sel, version, id, optypes, |entry| {
-                    ResponseControl::typed(&PostReadResponse { entry })
-                })
-            })
-            .transpose()
+        let Some(sel) = &self.post else { return Ok(None) };
+        read_control(
+            sel,
+            version,
+            id,
+            optypes,
+            access,
+            self.critical.1,
+            "post-read",
+            |entry| ResponseControl::typed(&PostReadResponse { entry }),
+        )
     }
 }
 
-/// Encodes entry `id` with the attributes `sel` selects and wraps it with `wrap`.
+/// Encodes entry `id` with the attributes `sel` selects and the requester may read, and
+/// wraps it with `wrap`; `None` when the requester may not read the entry and the control
+/// (`name`) is not `critical`.
+#[allow(clippy::too_many_arguments)]
 fn read_control(
     sel: &Selection,
     version: &Version,
     id: EntryId,
     optypes: &OperationalTypes,
+    access: &OpAccess<'_>,
+    critical: bool,
+    name: &str,
     wrap: impl FnOnce(SearchResultEntry<'_>) -> ResponseControl,
-) -> Result<ResponseControl, OpError> {
+) -> Result<Option<ResponseControl>, OpError> {
     let dn = version.dn(id);
+    let mut entry_access = access.entry(Target::Stored { version, id });
+    if !entry_access.allows(What::Entry, Privileges::READ) {
+        if critical {
+            return Err(OpError::new(
+                ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
+                format!("the critical {name} control asks for entry `{dn}`, which may not be read"),
+            ));
+        }
+        return Ok(None);
+    }
     let mut attrs = Vec::new();
-    sel.write_attributes(version, id, optypes, false, &mut attrs);
+    let mut readable = |t| entry_access.allows(What::Attribute(t), Privileges::READ);
+    sel.write_attributes(version, id, optypes, false, &mut readable, &mut attrs);
     let attributes = SeqOf::decode_contents(&attrs).map_err(|e| {
         OpError::new(
             ResultCode::OTHER,
             format!("cannot encode the read control's entry `{dn}`: {e}"),
         )
     })?;
-    Ok(wrap(SearchResultEntry {
+    Ok(Some(wrap(SearchResultEntry {
         object_name: dn.as_bytes(),
         attributes,
-    }))
+    })))
 }

@@ -34,6 +34,7 @@
 //! [`Plan::is_indexed`] tells the server whether the search scans its scope, for the
 //! lookthrough limit it puts on unindexed searches.
 
+mod access;
 pub mod class;
 pub mod deref;
 pub mod paged;

@@ -391,8 +391,8 @@ impl Ctx<'_> {
         let schema: &'s Schema = self.schema;
         schema
             .family(t.id)
-            .iter()
-            .filter_map(move |id| schema.attribute_type_by_id(*id))
+            .into_iter()
+            .filter_map(move |id| schema.attribute_type_by_id(id))
     }
 
     /// Unites, over `t` and its subtypes, the sets `lookup` finds in each type's index;

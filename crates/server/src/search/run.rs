@@ -24,9 +24,12 @@
 //! 5. otherwise the base is looked up, following aliases for `derefFindingBaseObj` and
 //!    `derefAlways` (`deref`); without ManageDsaIT, a base at or below a referral entry
 //!    gets `referral` (10) (`referral`); a missing base gets `noSuchObject` (32) with the
-//!    deepest existing ancestor as matchedDN;
-//! 6. the Assertion control (RFC 4528): the base entry must match its filter, else
-//!    `assertionFailed` (122);
+//!    deepest existing ancestor as matchedDN (only when the requester has `disclose` on
+//!    it); a base the requester may not `search` gets `noSuchObject`, or
+//!    `insufficientAccessRights` (50) when it has `disclose` (access control, decided for
+//!    the requester once here: `crate::acl`, `access`);
+//! 6. the Assertion control (RFC 4528): the base entry must match its filter (types the
+//!    requester may not search are Undefined), else `assertionFailed` (122);
 //! 7. the planner gives the candidates (an index set, or the whole scope); without
 //!    ManageDsaIT the referral entries are added to an index set, as they answer every
 //!    search that reaches them (they are read from the `objectClass` equality index; a
@@ -45,11 +48,13 @@
 //! 2. each candidate: a referral entry (without ManageDsaIT) gives a SearchResultReference
 //!    and its subtree is skipped; an alias (when dereferencing in searching) is skipped,
 //!    its target being in a scope of its own; the filter decides the rest (the planner is
-//!    sound, not exact);
+//!    sound, not exact), without the types the requester may not search on the entry, and
+//!    an entry the requester may not read is skipped (uncounted);
 //! 3. with a sort, every match is collected first (at most [`MAX_SORTED_ENTRIES`] for a
 //!    client other than the administrator), sorted, and the sorted list is what pages
 //!    and the size limit cut;
-//! 4. entries are written as SearchResultEntry messages; the sink is flushed every
+//! 4. entries are written as SearchResultEntry messages, with the attributes the requester
+//!    may read; the sink is flushed every
 //!    [`FLUSH_ENTRIES`] messages or [`FLUSH_BYTES`] octets, and the search stops without a
 //!    SearchResultDone when the sink says so (abandon, cancel, connection gone);
 //! 5. the size limit is exceeded when one more entry matches after the limit was reached
@@ -74,6 +79,7 @@ use larch_proto::{
 use larch_store::idset::IdSet;
 use larch_store::{EntryId, Version};
 
+use super::access::{FilterCache, SearchAccess};
 use super::class::{nearest_in_class, ClassSet, ALIAS_CLASS, REFERRAL_CLASS};
 use super::deref::{alias_scopes, deref_base, BaseLookup};
 use super::paged::{request_hash, PagedSearches};
@@ -81,6 +87,7 @@ use super::referral::{continuation_uris, referral_error};
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
 use super::walk::{Candidates, Progress, SetSource, Source, Walker};
 use super::{plan, Candidates as Planned, Selection};
+use crate::acl::{AccessRules, EntryAccess, Privileges, Target, What};
 use crate::client::Client;
 use crate::controls::{RequestControls, ResponseControl};
 use crate::directory::Directory;
@@ -184,6 +191,8 @@ struct WalkSearch {
     /// A continued paged search.
     progress: Option<Progress>,
     admin: bool,
+    /// Access control: the requester and what is decided for it.
+    access: SearchAccess,
 }
 
 /// Why a search loop stopped early.
@@ -313,6 +322,7 @@ fn prepare_search(
     };
     let v = &*version;
     let schema = v.schema();
+    let requester = dir.acl.requester(ctx.identity, ctx.client, v);
 
     // Step 2: base, attributes, filter, sort keys.
     let (base_dn, base_norm) = NormDn::parse(req.base, schema).map_err(|e| {
@@ -322,7 +332,7 @@ fn prepare_search(
         )
     })?;
     let selection = Selection::parse(req.attributes, schema, &dir.optypes);
-    let filter = CompiledFilter::compile(req.filter, schema);
+    let mut filter = CompiledFilter::compile(req.filter, schema);
     let paged_done = |cookie: &[u8]| paging.map(|_| paged_control(0, cookie));
     let sort = match sort_req {
         None => None,
@@ -408,6 +418,11 @@ fn prepare_search(
         let base_text = || base_dn.to_string();
         match deref_base(v, aliases.as_ref(), &base_norm, finding)? {
             BaseLookup::Missing { matched } => {
+                // The matched entry, its referral included, shows only with `disclose`.
+                let matched = matched.filter(|&m| {
+                    EntryAccess::new(&dir.acl, &requester, Target::Stored { version: v, id: m })
+                        .allows(What::Entry, Privileges::DISCLOSE)
+                });
                 if let (Some(refs), Some(m)) = (&referrals, matched) {
                     if let Some(r) = nearest_in_class(v, refs, m, 0) {
                         return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)));
@@ -417,13 +432,29 @@ fn prepare_search(
                 return Err(OpError::no_such_object(&base_text(), matched_dn));
             }
             BaseLookup::Found(id) => {
+                // `search` on the base entry (as slapd asks): else noSuchObject, or
+                // insufficientAccessRights when the requester may know it exists.
+                let mut base_access =
+                    EntryAccess::new(&dir.acl, &requester, Target::Stored { version: v, id });
+                if !base_access.allows(What::Entry, Privileges::SEARCH) {
+                    return Err(if base_access.allows(What::Entry, Privileges::DISCLOSE) {
+                        OpError::new(
+                            ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
+                            format!("no search access to the base entry `{}`", base_text()),
+                        )
+                    } else {
+                        OpError::no_such_object(&base_text(), "")
+                    });
+                }
                 if let Some(refs) = &referrals {
                     if let Some(r) = nearest_in_class(v, refs, id, 0) {
                         return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)));
                     }
                 }
-                // Step 6: the assertion.
+                // Step 6: the assertion (tested with what the requester may search).
                 if let Some(a) = &assertion {
+                    let hidden = base_access.hide_unsearchable(a, schema);
+                    let a = hidden.as_ref().unwrap_or(a);
                     let mut scratch = Vec::new();
                     let ok = v.entry(id).is_some_and(|e| {
                         let dn = a
@@ -496,6 +527,7 @@ fn prepare_search(
         }
     }
 
+    let access = SearchAccess::new(&dir.acl, requester, &mut filter, schema);
     let search = WalkSearch {
         version: version.clone(),
         needs_dn: filter.needs_dn(),
@@ -516,6 +548,7 @@ fn prepare_search(
         paged: paging,
         progress: continued.map(|c| c.progress),
         admin,
+        access,
     };
     Ok(PreparedSearch {
         kind: Kind::Walk(Box::new(search)),
@@ -602,7 +635,7 @@ impl PreparedSearch {
                 );
                 sink.flush();
             }
-            Kind::Walk(s) => s.run(&dir.optypes, message_id, sink, paged),
+            Kind::Walk(s) => s.run(&dir.optypes, &dir.acl, message_id, sink, paged),
         }
     }
 }
@@ -612,6 +645,9 @@ struct Run<'a> {
     s: &'a WalkSearch,
     v: &'a Version,
     optypes: &'a OperationalTypes,
+    rules: &'a AccessRules,
+    /// Filters built for entries on which the requester may search fewer types.
+    filters: FilterCache,
     message_id: MessageId,
     /// Candidates examined, earlier pages included.
     examined: usize,
@@ -656,6 +692,7 @@ impl Run<'_> {
     fn emit_entry(&mut self, id: EntryId, sink: &mut dyn ResponseSink) -> Result<(), Stop> {
         let s = self.s;
         let dn = self.v.dn(id);
+        let mut readable = s.access.readable(self.rules, self.v, id);
         s.selection.write_entry(
             sink.buf(),
             &mut self.entry_buf,
@@ -665,6 +702,7 @@ impl Run<'_> {
             id,
             self.optypes,
             s.types_only,
+            &mut readable,
         );
         self.after_message(sink)
     }
@@ -712,7 +750,7 @@ impl Run<'_> {
                 }
                 if refs.contains(v, id) {
                     src.prune();
-                    if s.request_scope != SearchScope::Base {
+                    if s.request_scope != SearchScope::Base && s.access.disclosed(self.rules, v, id) {
                         self.emit_reference(id, sink)?;
                     }
                     continue;
@@ -728,8 +766,11 @@ impl Run<'_> {
             } else {
                 None
             };
-            if s.filter
-                .matches(entry.attrs(), dn.as_ref(), schema, &mut self.scratch)
+            let filter = s
+                .access
+                .filter_for(self.rules, &s.filter, &mut self.filters, v, id);
+            if filter.matches(entry.attrs(), dn.as_ref(), schema, &mut self.scratch)
+                && s.access.visible(self.rules, v, id)
             {
                 return Ok(Some(id));
             }
@@ -795,6 +836,7 @@ impl WalkSearch {
     fn run(
         mut self: Box<Self>,
         optypes: &OperationalTypes,
+        rules: &AccessRules,
         message_id: MessageId,
         sink: &mut dyn ResponseSink,
         paged: &Mutex<PagedSearches>,
@@ -828,6 +870,8 @@ impl WalkSearch {
             s,
             v,
             optypes,
+            rules,
+            filters: FilterCache::default(),
             message_id,
             examined: progress.examined,
             messages: 0,

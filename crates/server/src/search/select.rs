@@ -13,8 +13,9 @@
 //!   (RFC 4511: "attributes that do not exist ... are ignored").
 //!
 //! Writing walks the stored attributes once in stored order, tests each against the
-//! selection (a schema flag lookup and, for named types, a subtype walk), writes the
-//! selected ones with their canonical names, then appends the selected computed ones.
+//! selection (a schema flag lookup and, for named types, a subtype walk) and against the
+//! caller's access predicate, writes the selected ones with their canonical names, then
+//! appends the selected computed ones the predicate allows.
 
 use larch_model::entry::{split_description, Options};
 use larch_model::schema::{AttributeTypeId, Schema};
@@ -110,15 +111,16 @@ impl Selection {
             .any(|(want, opts)| opts.is_subset_of_str(options) && schema.is_subtype(ty, *want))
     }
 
-    /// Appends the selected attributes of entry `id` of `version` as `PartialAttribute`
-    /// TLVs back to back (the contents of a SearchResultEntry's attribute list). With
-    /// `types_only`, value sets are empty.
+    /// Appends the selected attributes of entry `id` of `version` that `readable` allows
+    /// (access control) as `PartialAttribute` TLVs back to back (the contents of a
+    /// SearchResultEntry's attribute list). With `types_only`, value sets are empty.
     pub fn write_attributes(
         &self,
         version: &Version,
         id: EntryId,
         optypes: &OperationalTypes,
         types_only: bool,
+        readable: &mut dyn FnMut(AttributeTypeId) -> bool,
         out: &mut Vec<u8>,
     ) {
         let Some(entry) = version.entry(id) else {
@@ -126,12 +128,15 @@ impl Selection {
         };
         let schema = version.schema();
         for a in entry.attrs().attributes() {
-            if self.selects(a.ty, a.options, schema) {
+            if self.selects(a.ty, a.options, schema) && readable(a.ty) {
                 let name = schema.attribute_type_by_id(a.ty).map_or("", |t| t.name());
                 a.write_ber(name, types_only, out);
             }
         }
         for &ty in &self.computed {
+            if !readable(ty) {
+                continue;
+            }
             let Some(values) = optypes.computed(version, id, ty) else {
                 continue;
             };
@@ -140,8 +145,8 @@ impl Selection {
         }
     }
 
-    /// Appends a whole SearchResultEntry message for entry `id` named `dn`; `scratch` is
-    /// a reused buffer.
+    /// Appends a whole SearchResultEntry message for entry `id` named `dn`, with the
+    /// attributes `readable` allows; `scratch` is a reused buffer.
     #[allow(clippy::too_many_arguments)]
     pub fn write_entry(
         &self,
@@ -153,9 +158,10 @@ impl Selection {
         id: EntryId,
         optypes: &OperationalTypes,
         types_only: bool,
+        readable: &mut dyn FnMut(AttributeTypeId) -> bool,
     ) {
         scratch.clear();
-        self.write_attributes(version, id, optypes, types_only, scratch);
+        self.write_attributes(version, id, optypes, types_only, readable, scratch);
         encode_search_result_entry(out, message_id, dn.as_bytes(), scratch);
     }
 }

@@ -15,6 +15,8 @@ use larch_store::{StoreError, WriteTxn};
 
 use super::inflight::{OpClass, OpGuard, StopRequest};
 use super::Session;
+use crate::acl::ops::check_bind;
+use crate::acl::proxy::proxied_identity;
 use crate::auth::confidentiality;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::error::OpError;
@@ -174,7 +176,14 @@ impl Session {
                 // Bind is a barrier: wait until nothing is in flight.
                 let all = self.permits.clone().acquire_many_owned(self.max_ops).await;
                 let result = match RequestControls::parse(msg.controls, OpKind::Bind) {
-                    Ok(_) => self.run_bind(&req).await,
+                    Ok(_) => match self.run_bind(&req).await {
+                        Ok(identity) => {
+                            let (dir, version) = (&self.dir, self.reader.current());
+                            check_bind(&dir.acl, version, &identity, &self.client, dir.user_password)
+                                .map(|()| identity)
+                        }
+                        Err(e) => Err(e),
+                    },
                     Err(e) => Err(e),
                 };
                 drop(all);
@@ -213,10 +222,21 @@ impl Session {
                     Err(e) => return write_error(out, id, op_tag::SEARCH_RESULT_DONE, &e, &[]),
                 };
                 let version = self.reader.current().clone();
+                let proxied;
+                let identity: &Identity = match controls.proxied_authz {
+                    None => &self.identity,
+                    Some(_) => match self.effective_identity(&controls, &version) {
+                        Ok(i) => {
+                            proxied = i;
+                            &proxied
+                        }
+                        Err(e) => return write_error(out, id, op_tag::SEARCH_RESULT_DONE, &e, &[]),
+                    },
+                };
                 let ctx = SearchContext {
                     dir: &self.dir,
                     version: &version,
-                    identity: &self.identity,
+                    identity,
                     client: &self.client,
                 };
                 let prepared = match search::prepare(&ctx, &req, &controls, &self.paged) {
@@ -256,6 +276,15 @@ impl Session {
             }
             ProtocolOp::CompareRequest(req) => {
                 let result = RequestControls::parse(msg.controls, OpKind::Compare).and_then(|controls| {
+                    let proxied;
+                    let identity: &Identity = match controls.proxied_authz {
+                        None => &self.identity,
+                        Some(_) => {
+                            let version = self.reader.current().clone();
+                            proxied = self.effective_identity(&controls, &version)?;
+                            &proxied
+                        }
+                    };
                     let version = self.reader.current();
                     if !controls.manage_dsa_it {
                         if let Ok((_, norm)) = NormDn::parse(req.entry, &*self.dir.schema) {
@@ -266,7 +295,7 @@ impl Session {
                             }
                         }
                     }
-                    ops::compare::compare(&self.dir, version, &self.identity, &req, &controls)
+                    ops::compare::compare(&self.dir, version, identity, &self.client, &req, &controls)
                 });
                 let done = match result {
                     Ok(true) => OpError::new(ResultCode::COMPARE_TRUE, ""),
@@ -284,8 +313,8 @@ impl Session {
                     |p| &p.entry().norm_dn,
                 );
                 match prepared {
-                    Ok(p) => {
-                        self.submit(id, op_tag::ADD_RESPONSE, move |txn, ctx| {
+                    Ok((p, identity)) => {
+                        self.submit(id, op_tag::ADD_RESPONSE, identity, move |txn, ctx| {
                             ops::add::apply_add(txn, ctx, p)
                         })
                         .await
@@ -302,8 +331,8 @@ impl Session {
                     |p| p.norm_dn(),
                 );
                 match prepared {
-                    Ok(p) => {
-                        self.submit(id, op_tag::DEL_RESPONSE, move |txn, ctx| {
+                    Ok((p, identity)) => {
+                        self.submit(id, op_tag::DEL_RESPONSE, identity, move |txn, ctx| {
                             ops::delete::apply_delete(txn, ctx, p)
                         })
                         .await
@@ -320,8 +349,8 @@ impl Session {
                     |p| p.norm_dn(),
                 );
                 match prepared {
-                    Ok(p) => {
-                        self.submit(id, op_tag::MODIFY_RESPONSE, move |txn, ctx| {
+                    Ok((p, identity)) => {
+                        self.submit(id, op_tag::MODIFY_RESPONSE, identity, move |txn, ctx| {
                             ops::modify::apply_modify(txn, ctx, p)
                         })
                         .await
@@ -338,8 +367,8 @@ impl Session {
                     |p| p.norm_dn(),
                 );
                 match prepared {
-                    Ok(p) => {
-                        self.submit(id, op_tag::MODIFY_DN_RESPONSE, move |txn, ctx| {
+                    Ok((p, identity)) => {
+                        self.submit(id, op_tag::MODIFY_DN_RESPONSE, identity, move |txn, ctx| {
                             ops::modify_dn::apply_modify_dn(txn, ctx, p)
                         })
                         .await
@@ -361,27 +390,32 @@ impl Session {
         }
     }
 
-    /// Controls of a write, and the interim access rule: anonymous clients may not write
-    /// (`insufficientAccessRights`, 50).
-    fn write_preamble<'a>(
+    /// The identity an operation runs as: the connection's, or the one its Proxied
+    /// Authorization control names (RFC 4370; `acl::proxy`), read from `version`.
+    fn effective_identity(
         &self,
-        controls: Option<larch_proto::SeqOf<'a, larch_proto::controls::Control<'a>>>,
-        kind: OpKind,
-    ) -> Result<RequestControls<'a>, OpError> {
-        let controls = RequestControls::parse(controls, kind)?;
-        confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
-        if !self.identity.is_authenticated() {
-            return Err(OpError::new(
-                ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
-                "anonymous clients may not modify the directory; bind first",
-            ));
+        controls: &RequestControls<'_>,
+        version: &larch_store::Version,
+    ) -> Result<Arc<Identity>, OpError> {
+        match controls.proxied_authz {
+            None => Ok(self.identity.clone()),
+            Some(authz_id) => proxied_identity(
+                &self.dir.acl,
+                &self.dir.admin_dn,
+                version,
+                &self.identity,
+                &self.client,
+                authz_id,
+            )
+            .map(Arc::new),
         }
-        Ok(controls)
     }
 
-    /// The common steps of a write before it goes to the store: its controls, the interim
-    /// access rule, `prepare` on this connection, and (without ManageDsaIT) a `referral`
-    /// (10) when the target DN is or lies below a referral entry.
+    /// The common steps of a write before it goes to the store: its controls, the
+    /// confidentiality policy (`confidentialityRequired`, 13), the identity it runs as
+    /// (proxied authorization), `prepare` on this connection (with its
+    /// early access check), and (without ManageDsaIT) a `referral` (10) when the target
+    /// DN is or lies below a referral entry.
     fn prepare_write<'m, P>(
         &mut self,
         controls: Option<larch_proto::SeqOf<'m, larch_proto::controls::Control<'m>>>,
@@ -389,11 +423,18 @@ impl Session {
         dn_text: &[u8],
         prepare: impl FnOnce(&WriteContext<'_>, &RequestControls<'m>) -> Result<P, OpError>,
         target: impl FnOnce(&P) -> &NormDn,
-    ) -> Result<P, OpError> {
-        let controls = self.write_preamble(controls, kind)?;
+    ) -> Result<(P, Arc<Identity>), OpError> {
+        let controls = RequestControls::parse(controls, kind)?;
+        confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
+        let identity = if controls.proxied_authz.is_some() {
+            let version = self.reader.current().clone();
+            self.effective_identity(&controls, &version)?
+        } else {
+            self.identity.clone()
+        };
         let ctx = WriteContext {
             dir: &self.dir,
-            identity: &self.identity,
+            identity: &identity,
             client: &self.client,
         };
         let prepared = prepare(&ctx, &controls)?;
@@ -403,11 +444,12 @@ impl Session {
                 return Err(e);
             }
         }
-        Ok(prepared)
+        Ok((prepared, identity))
     }
 
-    /// Hands a write to the store's writer; its response is sent when it is durable.
-    async fn submit<F>(&mut self, id: MessageId, response: u8, apply: F)
+    /// Hands a write, run as `identity`, to the store's writer; its response is sent when
+    /// it is durable.
+    async fn submit<F>(&mut self, id: MessageId, response: u8, identity: Arc<Identity>, apply: F)
     where
         F: FnOnce(&mut WriteTxn<'_>, &WriteContext<'_>) -> Result<Vec<ResponseControl>, OpError>
             + Send
@@ -418,7 +460,6 @@ impl Session {
         };
         let guard = self.inflight.register(id, OpClass::Write);
         let dir = self.dir.clone();
-        let identity = self.identity.clone();
         let client = self.client.clone();
         let tx = self.done_tx.clone();
         let store = self.dir.store.clone();
