@@ -33,7 +33,7 @@ impl Session {
         // A SASL bind (PLAIN checks a password) meets the throttle before anything else.
         let sasl = matches!(req.authentication, Authentication::Sasl { .. });
         if sasl {
-            self.throttle(ip).await?;
+            self.throttle(ip, "binds").await?;
         }
         let version = self.reader.current();
         let staged = stage(&self.dir, version, req, &self.client, self.peer_cert.as_ref());
@@ -46,7 +46,7 @@ impl Session {
             }
         };
         if !sasl {
-            self.throttle(ip).await?;
+            self.throttle(ip, "binds").await?;
         }
         let result = if check.is_slow() {
             tokio::task::spawn_blocking(move || gate::with_permit(|| check.run()))
@@ -66,9 +66,10 @@ impl Session {
         result
     }
 
-    /// The failed-bind throttle's decision for a bind from `ip`: go on (perhaps after a
-    /// wait), or `unwillingToPerform` (53).
-    async fn throttle(&self, ip: Option<IpAddr>) -> Result<(), OpError> {
+    /// The failed-bind throttle's decision for a password check (`what`: "binds",
+    /// "password checks") from `ip`: go on (perhaps after a wait), or
+    /// `unwillingToPerform` (53).
+    pub(super) async fn throttle(&self, ip: Option<IpAddr>, what: &str) -> Result<(), OpError> {
         let Some(ip) = ip else {
             return Ok(());
         };
@@ -81,7 +82,7 @@ impl Session {
             Decision::Refuse { retry_after } => {
                 let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
                 Err(OpError::unwilling(format!(
-                    "too many failed binds from {ip}: binds from this address are held back; try again in {secs} s"
+                    "too many failed {what} from {ip}: {what} from this address are held back; try again in {secs} s"
                 )))
             }
         }

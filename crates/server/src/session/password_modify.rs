@@ -29,7 +29,6 @@ use super::inflight::{OpClass, StopRequest};
 use super::Session;
 use crate::auth::confidentiality;
 use crate::auth::password::gate;
-use crate::auth::throttle::Decision;
 use crate::controls::{OpKind, RequestControls};
 use crate::error::OpError;
 use crate::ops::password_modify::{
@@ -73,17 +72,9 @@ impl Session {
         };
         let ip = self.client.addr.map(|a| a.ip());
         let throttled = prepared.checks_old_password().then_some(ip).flatten();
-        if let Some(ip) = throttled {
-            match self.dir.bind_throttle.check(ip, Instant::now()) {
-                Decision::Proceed => {}
-                Decision::Wait(d) => tokio::time::sleep(d).await,
-                Decision::Refuse { retry_after } => {
-                    let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-                    let e = OpError::unwilling(format!(
-                        "too many failed password checks from {ip}: try again in {secs} s"
-                    ));
-                    return fail(out, &e);
-                }
+        if throttled.is_some() {
+            if let Err(e) = self.throttle(throttled, "password checks").await {
+                return fail(out, &e);
             }
         }
         let settings = self.dir.config.password.clone();
