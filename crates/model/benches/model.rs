@@ -29,6 +29,9 @@ fn dn_normalize(c: &mut Criterion) {
     g.bench_function("parse + normalize", |b| {
         b.iter(|| NormDn::parse(black_box(DN), &schema).unwrap())
     });
+    g.bench_function("normalize from text (no Dn)", |b| {
+        b.iter(|| NormDn::from_text(black_box(DN), &schema).unwrap())
+    });
     g.finish();
 }
 

@@ -147,7 +147,17 @@ fn normalization_resolves_aliases_oids_case_and_spaces() {
 fn normalization_refuses_what_cannot_name_an_entry() {
     for dn in ["foo=bar,dc=x", "photo=x", "cn=a+cn=A,dc=x", "dc=caf\u{e9}"] {
         assert!(NormDn::parse(dn.as_bytes(), &TestSchema).is_err(), "{dn}");
+        assert!(NormDn::from_text(dn.as_bytes(), &TestSchema).is_err(), "{dn}");
     }
+    let e = NormDn::from_text(b"cn=a+cn=A,dc=x", &TestSchema).unwrap_err();
+    assert!(
+        e.reason
+            .contains("RDN `cn=a+cn=a` repeats the same attribute value"),
+        "{e}"
+    );
+    // A syntax error later in the text wins over an unknown type before it, as in `parse`.
+    let e = NormDn::from_text(b"foo=bar,,dc=x", &TestSchema).unwrap_err();
+    assert_eq!((e.offset, e.reason.contains("attribute type")), (8, true), "{e}");
 }
 
 #[test]
@@ -223,7 +233,28 @@ proptest! {
     }
 
     #[test]
+    fn from_text_agrees_with_parse_then_normalize(dn in arb_dn()) {
+        let text = dn.to_string();
+        let one_pass = NormDn::from_text(text.as_bytes(), &TestSchema);
+        prop_assert_eq!(one_pass, NormDn::parse(text.as_bytes(), &TestSchema).map(|(_, n)| n));
+    }
+
+    #[test]
+    fn from_text_gives_the_same_answer_on_dn_like_noise(
+        text in "[a-zA-Z0-9 ,+;=.#\"<>\\\\]{0,40}",
+        prefix in prop_oneof![Just(""), Just("cn=a,"), Just("uid=x+cn=y,"), Just("2.5.4.3=#0401")],
+    ) {
+        let input = format!("{prefix}{text}");
+        let one_pass = NormDn::from_text(input.as_bytes(), &TestSchema);
+        prop_assert_eq!(one_pass, NormDn::parse(input.as_bytes(), &TestSchema).map(|(_, n)| n), "{:?}", input);
+    }
+
+    #[test]
     fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
         let _ = Dn::parse(&bytes);
+        prop_assert_eq!(
+            NormDn::from_text(&bytes, &TestSchema),
+            NormDn::parse(&bytes, &TestSchema).map(|(_, n)| n)
+        );
     }
 }

@@ -39,6 +39,20 @@ pub(super) fn write_value(f: &mut fmt::Formatter<'_>, value: &[u8]) -> fmt::Resu
 /// characters and octets that are not UTF-8 become `\xx` (lower-case hex), so a literal `,`
 /// or `+` in a normalized DN is always a separator and distinct keys give distinct strings.
 pub(super) fn push_key(out: &mut String, key: &[u8]) {
+    // The common case: printable ASCII with nothing to escape.
+    let plain = |b: u8| {
+        (0x20..0x7f).contains(&b)
+            && !matches!(b, b'"' | b'+' | b',' | b';' | b'<' | b'>' | b'\\' | b'=' | b'#')
+    };
+    if key.iter().all(|&b| plain(b)) && key.first() != Some(&b' ') && key.last() != Some(&b' ') {
+        out.extend(key.iter().map(|&b| char::from(b)));
+        return;
+    }
+    push_key_escaping(out, key);
+}
+
+/// [`push_key`] character by character.
+fn push_key_escaping(out: &mut String, key: &[u8]) {
     let last = key.len().saturating_sub(1);
     let mut pos = 0usize;
     for chunk in key.utf8_chunks() {
@@ -58,6 +72,27 @@ pub(super) fn push_key(out: &mut String, key: &[u8]) {
         for &b in chunk.invalid() {
             let _ = write!(out, "\\{b:02x}");
             pos += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_ascii_shortcut_writes_what_the_general_path_writes(
+            key in prop_oneof![
+                "[ -~]{0,12}".prop_map(String::into_bytes),
+                proptest::collection::vec(any::<u8>(), 0..12),
+            ]
+        ) {
+            let (mut fast, mut general) = (String::new(), String::new());
+            push_key(&mut fast, &key);
+            push_key_escaping(&mut general, &key);
+            prop_assert_eq!(fast, general);
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Schema-aware DN normalization and the normalized form, [`NormDn`].
 
 use std::fmt;
+use std::ops::Range;
 
 use super::escape::push_key;
-use super::{Ava, Dn, DnError};
+use super::{parse, Dn, DnError};
 use crate::matching::MatchingRule;
 use crate::syntax::Syntax;
 
@@ -51,33 +52,13 @@ impl NormDn {
     /// Normalizes a parsed DN through the schema: every attribute type must be known and
     /// have an equality rule, and every value must follow the type's syntax.
     pub fn normalize(dn: &Dn, schema: &impl DnSchema) -> Result<NormDn, DnError> {
-        let mut out = String::with_capacity(64);
-        let mut avas: Vec<(String, Vec<u8>)> = Vec::new();
-        for (i, rdn) in dn.rdns.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            avas.clear();
-            for ava in &rdn.avas {
-                avas.push(normalize_ava(ava, schema)?);
-            }
-            avas.sort();
-            if avas.windows(2).any(|w| w[0] == w[1]) {
-                return Err(DnError::new(
-                    0,
-                    format!("RDN `{rdn}` repeats the same attribute value"),
-                ));
-            }
-            for (j, (attr, key)) in avas.iter().enumerate() {
-                if j > 0 {
-                    out.push('+');
-                }
-                out.push_str(attr);
-                out.push('=');
-                push_key(&mut out, key);
+        let mut n = Normalizer::new(schema);
+        for rdn in &dn.rdns {
+            for (j, ava) in rdn.avas.iter().enumerate() {
+                n.ava(ava.attr.as_str(), &ava.value, ava.hex, j == 0)?;
             }
         }
-        Ok(NormDn(out.into_boxed_str()))
+        n.finish()
     }
 
     /// Parses and normalizes in one step.
@@ -85,6 +66,35 @@ impl NormDn {
         let dn = Dn::parse(input)?;
         let norm = Self::normalize(&dn, schema)?;
         Ok((dn, norm))
+    }
+
+    /// Parses and normalizes without building the [`Dn`]: the same result and errors as
+    /// [`NormDn::parse`], for callers that need only the normalized form (a bind DN, a
+    /// search base, an entry to look up). Values without escapes are not copied.
+    ///
+    /// ```
+    /// use larch_model::dn::NormDn;
+    /// use larch_model::schema::Schema;
+    /// let schema = Schema::builtin().unwrap();
+    /// let n = NormDn::from_text(b"UID=Babs+CN=B\\2c J, dc=Example", &schema).unwrap();
+    /// assert_eq!(n, NormDn::parse(b"cn=b\\, j+uid=babs,dc=example", &schema).unwrap().1);
+    /// assert_eq!(n.as_str(), "cn=b\\2c j+uid=babs,dc=example");
+    /// ```
+    pub fn from_text(input: &[u8], schema: &impl DnSchema) -> Result<NormDn, DnError> {
+        let mut n = Normalizer::new(schema);
+        // A syntax error anywhere in the text wins over a schema error (as in `parse`), so
+        // the first schema error waits until the whole text has been read.
+        let mut refused = None;
+        parse::parse_with(input, |ava, starts_rdn| {
+            if refused.is_none() {
+                refused = n.ava(ava.attr, &ava.value, ava.hex, starts_rdn).err();
+            }
+            Ok(())
+        })?;
+        match refused {
+            Some(e) => Err(e),
+            None => n.finish(),
+        }
     }
 
     /// Wraps a string that is already a normalized DN (e.g. read back from the store's own
@@ -163,39 +173,109 @@ impl fmt::Debug for NormDn {
     }
 }
 
-fn normalize_ava(ava: &Ava, schema: &impl DnSchema) -> Result<(String, Vec<u8>), DnError> {
-    let attr = schema
-        .dn_attribute(&ava.attr)
-        .ok_or_else(|| DnError::new(0, format!("`{}` is not a known attribute type", ava.attr)))?;
-    let value = if ava.hex {
-        ber_string_contents(&ava.value)
-    } else {
-        &ava.value[..]
-    };
-    if let Some(syntax) = attr.syntax {
-        if !syntax.validate(value) {
-            return Err(DnError::new(
-                0,
-                format!(
-                    "the value of `{}` is not valid for its syntax ({})",
-                    ava.attr, syntax.description
-                ),
-            ));
+/// Builds a normalized DN one AVA at a time. The AVAs of an RDN wait in `pending` (their
+/// keys in `keys`) until the RDN is complete, since a multi-valued RDN is written sorted;
+/// the buffers are reused from RDN to RDN, so a DN costs a few allocations, not a few per
+/// AVA.
+struct Normalizer<'s, S> {
+    schema: &'s S,
+    out: String,
+    keys: Vec<u8>,
+    /// The current RDN's AVAs: canonical type name and the range of its key in `keys`.
+    pending: Vec<(&'s str, Range<usize>)>,
+}
+
+impl<'s, S: DnSchema> Normalizer<'s, S> {
+    fn new(schema: &'s S) -> Self {
+        Normalizer {
+            schema,
+            out: String::with_capacity(64),
+            keys: Vec::with_capacity(64),
+            pending: Vec::with_capacity(2),
         }
     }
-    let rule = attr.equality.ok_or_else(|| {
-        DnError::new(
-            0,
-            format!(
-                "`{}` has no equality matching rule, so it cannot name an entry",
-                ava.attr
-            ),
-        )
-    })?;
-    let mut key = Vec::with_capacity(value.len());
-    rule.normalize(value, &mut key)
-        .map_err(|e| DnError::new(0, format!("the value of `{}` cannot be matched: {e}", ava.attr)))?;
-    Ok((attr.canonical.to_ascii_lowercase(), key))
+
+    /// Takes the next AVA (`starts_rdn` for the first of an RDN).
+    fn ava(&mut self, attr_text: &str, value: &[u8], hex: bool, starts_rdn: bool) -> Result<(), DnError> {
+        if starts_rdn {
+            self.flush()?;
+        }
+        let schema: &'s S = self.schema;
+        let attr = schema
+            .dn_attribute(attr_text)
+            .ok_or_else(|| DnError::new(0, format!("`{attr_text}` is not a known attribute type")))?;
+        let value = if hex { ber_string_contents(value) } else { value };
+        if let Some(syntax) = attr.syntax {
+            if !syntax.validate(value) {
+                return Err(DnError::new(
+                    0,
+                    format!(
+                        "the value of `{attr_text}` is not valid for its syntax ({})",
+                        syntax.description
+                    ),
+                ));
+            }
+        }
+        let rule = attr.equality.ok_or_else(|| {
+            DnError::new(
+                0,
+                format!("`{attr_text}` has no equality matching rule, so it cannot name an entry"),
+            )
+        })?;
+        let start = self.keys.len();
+        rule.normalize(value, &mut self.keys)
+            .map_err(|e| DnError::new(0, format!("the value of `{attr_text}` cannot be matched: {e}")))?;
+        self.pending.push((attr.canonical, start..self.keys.len()));
+        Ok(())
+    }
+
+    /// Writes the pending RDN, its AVAs sorted by (type, key).
+    fn flush(&mut self) -> Result<(), DnError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let keys = &self.keys;
+        if self.pending.len() > 1 {
+            let order = |a: &(&str, Range<usize>), b: &(&str, Range<usize>)| {
+                let lower = |s: &str| s.bytes().map(|b| b.to_ascii_lowercase()).collect::<Vec<u8>>();
+                lower(a.0)
+                    .cmp(&lower(b.0))
+                    .then_with(|| keys[a.1.clone()].cmp(&keys[b.1.clone()]))
+            };
+            self.pending.sort_by(order);
+            if self.pending.windows(2).any(|w| order(&w[0], &w[1]).is_eq()) {
+                let rdn = self
+                    .pending
+                    .iter()
+                    .map(|(attr, key)| format!("{attr}={}", String::from_utf8_lossy(&keys[key.clone()])))
+                    .collect::<Vec<_>>()
+                    .join("+");
+                return Err(DnError::new(
+                    0,
+                    format!("RDN `{rdn}` repeats the same attribute value"),
+                ));
+            }
+        }
+        if !self.out.is_empty() {
+            self.out.push(',');
+        }
+        for (j, (attr, key)) in self.pending.iter().enumerate() {
+            if j > 0 {
+                self.out.push('+');
+            }
+            self.out.extend(attr.chars().map(|c| c.to_ascii_lowercase()));
+            self.out.push('=');
+            push_key(&mut self.out, &keys[key.clone()]);
+        }
+        self.pending.clear();
+        self.keys.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<NormDn, DnError> {
+        self.flush()?;
+        Ok(NormDn(self.out.into_boxed_str()))
+    }
 }
 
 /// A `#hex` value is the BER encoding of the value (RFC 4514 section 2.4). For the string

@@ -26,6 +26,8 @@ impl DnError {
 
 struct Cursor<'a> {
     s: &'a [u8],
+    /// The same octets as text (the whole DN is checked to be UTF-8 first).
+    text: &'a str,
     pos: usize,
 }
 
@@ -43,21 +45,68 @@ impl Cursor<'_> {
     }
 }
 
-/// Parses a whole DN.
-pub(super) fn parse(input: &[u8]) -> Result<Dn, DnError> {
-    if let Err(e) = std::str::from_utf8(input) {
-        return Err(DnError::new(e.valid_up_to(), "a DN must be UTF-8"));
+/// One AVA as the parser read it, borrowed from the input where it can be (a value with no
+/// escape is a slice of the input).
+#[derive(Debug)]
+pub(super) struct AvaText<'a> {
+    /// The attribute type as written.
+    pub attr: &'a str,
+    /// The value with escapes removed (for `#hex`, the decoded octets).
+    pub value: Cow<'a, [u8]>,
+    /// True when the value was written as `#` and hex pairs.
+    pub hex: bool,
+}
+
+impl AvaText<'_> {
+    fn into_owned(self) -> Ava {
+        Ava {
+            attr: self.attr.to_owned(),
+            value: self.value.into_owned(),
+            hex: self.hex,
+        }
     }
-    let mut c = Cursor { s: input, pos: 0 };
+}
+
+/// Parses a whole DN into its owned form.
+pub(super) fn parse(input: &[u8]) -> Result<Dn, DnError> {
+    let mut rdns: Vec<Rdn> = Vec::new();
+    parse_with(input, |ava, starts_rdn| {
+        match rdns.last_mut() {
+            Some(rdn) if !starts_rdn => rdn.avas.push(ava.into_owned()),
+            _ => rdns.push(Rdn {
+                avas: vec![ava.into_owned()],
+            }),
+        }
+        Ok(())
+    })?;
+    Ok(Dn { rdns })
+}
+
+/// Reads a whole DN, handing each AVA to `each` in order, leaf RDN first, with `true` for
+/// the first AVA of each RDN. Nothing is allocated for a value without escapes. The first
+/// error, the parser's or `each`'s, ends the pass.
+pub(super) fn parse_with<'a>(
+    input: &'a [u8],
+    mut each: impl FnMut(AvaText<'a>, bool) -> Result<(), DnError>,
+) -> Result<(), DnError> {
+    let text = match std::str::from_utf8(input) {
+        Ok(t) => t,
+        Err(e) => return Err(DnError::new(e.valid_up_to(), "a DN must be UTF-8")),
+    };
+    let mut c = Cursor {
+        s: input,
+        text,
+        pos: 0,
+    };
     c.skip_spaces();
     if c.peek().is_none() {
-        return Ok(Dn::default());
+        return Ok(());
     }
-    let mut rdns = Vec::new();
     loop {
-        let mut avas = Vec::with_capacity(1);
+        let mut starts_rdn = true;
         loop {
-            avas.push(ava(&mut c)?);
+            each(ava(&mut c)?, starts_rdn)?;
+            starts_rdn = false;
             c.skip_spaces();
             if c.peek() == Some(b'+') {
                 c.pos += 1;
@@ -65,9 +114,8 @@ pub(super) fn parse(input: &[u8]) -> Result<Dn, DnError> {
             }
             break;
         }
-        rdns.push(Rdn { avas });
         match c.peek() {
-            None => return Ok(Dn { rdns }),
+            None => return Ok(()),
             // RFC 2253 allowed `;` between RDNs; OpenLDAP still accepts it.
             Some(b',' | b';') => {
                 c.pos += 1;
@@ -81,7 +129,7 @@ pub(super) fn parse(input: &[u8]) -> Result<Dn, DnError> {
     }
 }
 
-fn ava(c: &mut Cursor<'_>) -> Result<Ava, DnError> {
+fn ava<'a>(c: &mut Cursor<'a>) -> Result<AvaText<'a>, DnError> {
     c.skip_spaces();
     let attr = attribute_type(c)?;
     c.skip_spaces();
@@ -93,14 +141,14 @@ fn ava(c: &mut Cursor<'_>) -> Result<Ava, DnError> {
     if c.peek() == Some(b'#') {
         c.pos += 1;
         let value = hex_value(c)?;
-        return Ok(Ava {
+        return Ok(AvaText {
             attr,
-            value,
+            value: Cow::Owned(value),
             hex: true,
         });
     }
     let value = string_value(c)?;
-    Ok(Ava {
+    Ok(AvaText {
         attr,
         value,
         hex: false,
@@ -108,7 +156,7 @@ fn ava(c: &mut Cursor<'_>) -> Result<Ava, DnError> {
 }
 
 /// `descr` (ALPHA *(ALPHA / DIGIT / "-")) or `numericoid` (number *("." number)).
-fn attribute_type(c: &mut Cursor<'_>) -> Result<String, DnError> {
+fn attribute_type<'a>(c: &mut Cursor<'a>) -> Result<&'a str, DnError> {
     let start = c.pos;
     match c.peek() {
         Some(b) if b.is_ascii_alphabetic() => {
@@ -136,8 +184,8 @@ fn attribute_type(c: &mut Cursor<'_>) -> Result<String, DnError> {
         },
         _ => return c.err("expected an attribute type (a name or a numeric OID)"),
     }
-    // Validated as ASCII just above.
-    Ok(String::from_utf8_lossy(&c.s[start..c.pos]).into_owned())
+    // ASCII, checked just above, so both ends are character boundaries.
+    Ok(c.text.get(start..c.pos).unwrap_or_default())
 }
 
 /// `#` followed by an even number of hex digits, up to a separator or trailing spaces.
@@ -172,11 +220,28 @@ fn hex_digit(b: u8) -> u8 {
 }
 
 /// A string value: escapes removed, unescaped leading spaces already skipped, unescaped
-/// trailing spaces dropped.
-fn string_value(c: &mut Cursor<'_>) -> Result<Vec<u8>, DnError> {
-    let mut out = Vec::new();
-    // Length of `out` up to and including its last significant octet.
-    let mut significant = 0usize;
+/// trailing spaces dropped. Borrowed from the input unless it holds an escape.
+fn string_value<'a>(c: &mut Cursor<'a>) -> Result<Cow<'a, [u8]>, DnError> {
+    let start = c.pos;
+    // End of the last significant octet read so far.
+    let mut significant = start;
+    loop {
+        match c.peek() {
+            // A slice of UTF-8 text between ASCII delimiters: UTF-8 itself.
+            None | Some(b',' | b'+' | b';') => return Ok(Cow::Borrowed(&c.s[start..significant])),
+            Some(b'\\') => break,
+            Some(b'"' | b'<' | b'>') => return c.err("`\"`, `<` and `>` must be escaped in a DN value"),
+            Some(0) => return c.err("NUL must be escaped as `\\00` in a DN value"),
+            Some(b' ') => c.pos += 1,
+            Some(_) => {
+                c.pos += 1;
+                significant = c.pos;
+            }
+        }
+    }
+    // An escape: copy what was read and go on octet by octet.
+    let mut out = c.s[start..c.pos].to_vec();
+    let mut significant = significant - start;
     while let Some(b) = c.peek() {
         match b {
             b',' | b'+' | b';' => break,
@@ -212,5 +277,5 @@ fn string_value(c: &mut Cursor<'_>) -> Result<Vec<u8>, DnError> {
     if std::str::from_utf8(&out).is_err() {
         return c.err("escaped octets must form UTF-8 in a string value (use the `#` form for binary)");
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }

@@ -63,6 +63,7 @@ pub mod limits;
 mod load;
 mod macros;
 mod model;
+mod names;
 mod parse;
 mod resolve;
 mod subschema;

@@ -5,14 +5,13 @@
 //! self-references; an ID is also the compact, interned form the store keeps for an
 //! attribute description. IDs are only meaningful for the schema that issued them.
 
-use std::collections::HashMap;
-
 use super::description::{
     AttributeTypeDescription, AttributeUsage, Element, LdapSyntaxDescription, ObjectClassDescription,
     ObjectClassKind,
 };
 use super::error::Location;
 use super::limits::MAX_NAME_BYTES;
+use super::names::NameMap;
 use crate::matching::MatchingRule;
 use crate::syntax::Syntax;
 
@@ -203,9 +202,9 @@ pub struct Schema {
     pub(crate) attribute_types: Vec<AttributeType>,
     pub(crate) object_classes: Vec<ObjectClass>,
     /// Lower-case names and OIDs of attribute types.
-    pub(crate) attribute_index: HashMap<Box<str>, AttributeTypeId>,
+    pub(crate) attribute_index: NameMap<AttributeTypeId>,
     /// Lower-case names and OIDs of object classes.
-    pub(crate) class_index: HashMap<Box<str>, ObjectClassId>,
+    pub(crate) class_index: NameMap<ObjectClassId>,
     /// Syntaxes described by schema files, in load order.
     pub(crate) syntaxes: Vec<DescribedSyntax>,
     /// DIT content rules, DIT structure rules and name forms, kept as written.

@@ -34,6 +34,7 @@ use super::error::{Location, ResolveErrorKind, SchemaError};
 use super::file::Definition;
 use super::limits::MAX_RESOLVED_CLASS_ENTRIES;
 use super::model::{AttributeType, AttributeTypeId, DescribedSyntax, ObjectClass, ObjectClassId, Schema};
+use super::names::NameMap;
 use crate::matching::{self, MatchingRule, RuleUsage};
 use crate::syntax::{self, Syntax};
 
@@ -73,8 +74,8 @@ fn direct_subtypes(types: &[AttributeType]) -> Vec<Box<[AttributeTypeId]>> {
 }
 
 /// Lower-case name and OID index.
-fn index<'a, I: Copy>(items: impl Iterator<Item = (I, &'a String, &'a Vec<String>)>) -> HashMap<Box<str>, I> {
-    let mut map = HashMap::new();
+fn index<'a, I: Copy>(items: impl Iterator<Item = (I, &'a String, &'a Vec<String>)>) -> NameMap<I> {
+    let mut map = NameMap::default();
     for (id, oid, names) in items {
         map.insert(Box::from(oid.as_str()), id);
         for name in names {
@@ -616,7 +617,7 @@ struct ClassLinks {
 
 fn resolve_object_classes(
     registry: &Registry,
-    attribute_index: &HashMap<Box<str>, AttributeTypeId>,
+    attribute_index: &NameMap<AttributeTypeId>,
 ) -> Result<Vec<ObjectClass>, SchemaError> {
     let classes = &registry.object_classes;
     let error = |i: usize, reason: ResolveErrorKind| {

@@ -56,7 +56,7 @@ pub fn proxied_identity(
             format!("authzId `{shown}` is neither `dn:<DN>`, `u:<user>` nor empty (RFC 4513 section 5.2.1.8)")
         }));
     };
-    let (_, norm) = NormDn::parse(dn_text, version.schema())
+    let norm = NormDn::from_text(dn_text, version.schema())
         .map_err(|e| denied(format!("authzId `{shown}`: invalid DN: {e}")))?;
     let Some(id) = version.find(&norm) else {
         return Err(denied(format!("authzId `{shown}`: no such entry")));

@@ -179,7 +179,7 @@ pub(crate) fn simple(
     if name.len() > MAX_BIND_DN_BYTES {
         return Ok(check);
     }
-    let (_, norm) = NormDn::parse(name, &*dir.schema)
+    let norm = NormDn::from_text(name, &*dir.schema)
         .map_err(|e| OpError::new(ResultCode::INVALID_DN_SYNTAX, format!("bind DN: {e}")))?;
     let Some(id) = version.find(&norm) else {
         return Ok(check);

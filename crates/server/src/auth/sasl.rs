@@ -118,7 +118,7 @@ fn external(
     let invalid = |m: String| OpError::new(ResultCode::INVALID_CREDENTIALS, format!("SASL EXTERNAL: {m}"));
     let subject = Subject::from_certificate(cert).map_err(invalid)?;
     let dn = map_subject(&dir.config.sasl.external_map, &subject).map_err(invalid)?;
-    let (_, norm) = NormDn::parse(dn.as_bytes(), &*dir.schema).map_err(|e| {
+    let norm = NormDn::from_text(dn.as_bytes(), &*dir.schema).map_err(|e| {
         invalid(format!(
             "the certificate subject `{}` maps to `{dn}`, which is not a DN: {}",
             subject.to_rfc4514(),
@@ -280,7 +280,7 @@ fn authorize(
             "authorization identity: longer than {MAX_BIND_DN_BYTES} octets"
         )));
     }
-    let (_, norm) = NormDn::parse(dn, &*dir.schema).map_err(|e| {
+    let norm = NormDn::from_text(dn, &*dir.schema).map_err(|e| {
         denied(format!(
             "authorization identity `{text}` is not a DN: {}",
             e.reason

@@ -158,7 +158,7 @@ pub(crate) fn within_naming_context(dir: &Directory, norm: &NormDn) -> bool {
 
 /// True when `norm` names the subschema subentry.
 fn is_subschema(norm: &NormDn, schema: &Schema) -> bool {
-    NormDn::parse(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|(_, s)| &s == norm)
+    NormDn::from_text(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|s| &s == norm)
 }
 
 /// The entry named `norm` in `version`; `noSuchObject` naming `shown`, with the deepest

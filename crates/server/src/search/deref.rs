@@ -57,7 +57,7 @@ fn alias_target(version: &Version, id: EntryId) -> Result<Lookup, OpError> {
             format!("alias `{}` needs exactly one aliasedObjectName value", dn()),
         ));
     };
-    let (_, norm) = NormDn::parse(value, schema).map_err(|e| {
+    let norm = NormDn::from_text(value, schema).map_err(|e| {
         OpError::new(
             ResultCode::ALIAS_PROBLEM,
             format!("alias `{}` has an invalid aliasedObjectName: {e}", dn()),

@@ -325,7 +325,7 @@ fn prepare_search(
     let requester = dir.acl.requester(ctx.identity, ctx.client, v);
 
     // Step 2: base, attributes, filter, sort keys.
-    let (base_dn, base_norm) = NormDn::parse(req.base, schema).map_err(|e| {
+    let base_norm = NormDn::from_text(req.base, schema).map_err(|e| {
         OpError::new(
             ResultCode::INVALID_DN_SYNTAX,
             format!("invalid base DN `{}`: {e}", lossy(req.base)),
@@ -362,7 +362,7 @@ fn prepare_search(
     let dse: Option<(Arc<DseEntry>, bool)> = if base_norm.is_root() && req.scope == SearchScope::Base {
         Some((Arc::new(root_dse(dir)), true))
     } else if base_norm.depth() == 1
-        && NormDn::parse(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|(_, n)| n == base_norm)
+        && NormDn::from_text(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|n| n == base_norm)
     {
         let in_scope = matches!(req.scope, SearchScope::Base | SearchScope::Subtree);
         Some((subschema_entry(&v.shared().schema), in_scope))
@@ -414,8 +414,9 @@ fn prepare_search(
         }
         0
     } else {
-        // The base as text only for an error: a found base costs no formatting.
-        let base_text = || base_dn.to_string();
+        // The base as text (RFC 4514, as parsed) only for an error: a found base costs no
+        // formatting.
+        let base_text = || Dn::parse(req.base).map_or_else(|_| lossy(req.base), |dn| dn.to_string());
         match deref_base(v, aliases.as_ref(), &base_norm, finding)? {
             BaseLookup::Missing { matched } => {
                 // The matched entry, its referral included, shows only with `disclose`.

@@ -287,7 +287,7 @@ impl Session {
                     };
                     let version = self.reader.current();
                     if !controls.manage_dsa_it {
-                        if let Ok((_, norm)) = NormDn::parse(req.entry, &*self.dir.schema) {
+                        if let Ok(norm) = NormDn::from_text(req.entry, &*self.dir.schema) {
                             if let Some(e) =
                                 referral_above(version, &norm, &String::from_utf8_lossy(req.entry))
                             {
