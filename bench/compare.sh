@@ -405,9 +405,11 @@ run_workload() {
   local tls_args=()
   case "$name" in
     *-ldaps) url=$ldaps_url; tls_args=(--ca-file "$tls_dir/ca.pem") ;;
+    *-ldaps12) url=$ldaps_url; tls_args=(--ca-file "$tls_dir/ca.pem" --tls-version 1.2) ;;
     *-starttls) tls_args=(--starttls --ca-file "$tls_dir/ca.pem") ;;
   esac
   name=${name%-ldaps}
+  name=${name%-ldaps12}
   name=${name%-starttls}
   local common=(-H "$url" "${tls_args[@]}" --server-pid "$pid" --duration "${duration}s" --warmup "${warmup}s"
                 --line $quiet)
@@ -434,7 +436,7 @@ field() { # field KEY LINE
 
 workloads=(search-all search-1.1 auth-same auth-new modify mixed)
 if [ "$tls" = 1 ]; then
-  workloads=(auth-new auth-new-ldaps auth-new-starttls search-1.1 search-1.1-ldaps)
+  workloads=(auth-new auth-new-ldaps auth-new-starttls auth-new-ldaps12 search-1.1 search-1.1-ldaps)
 fi
 
 measure_server() { # measure_server NAME (slapd|larch)
@@ -499,6 +501,7 @@ label() {
     mixed) echo "mixed 80% search / 20% modify" ;;
     auth-new-ldaps) echo "auth, new ldaps:// connection per operation" ;;
     auth-new-starttls) echo "auth, new connection + StartTLS per operation" ;;
+    auth-new-ldaps12) echo "auth, new ldaps:// connection per operation, TLS 1.2 only" ;;
     search-1.1-ldaps) echo "search, no attributes (1.1), over ldaps://" ;;
   esac
 }
@@ -524,22 +527,27 @@ table() {
        "client on CPU $client_cpu$prio; ${duration} s measured after ${warmup} s warm-up per workload;" \
        "$connections connections x depth $depth ($auth_connections connections for auth)."
   echo
-  echo "| workload | slapd ops/s | slapd p50 / p99 µs | slapd process CPU (cores) | slapd µs/op | CPU $server_cpu (slapd) busy | client process CPU (cores) | CPU $client_cpu (client) busy | kernel + other (cores) | errors | Larch ops/s | Larch / slapd |"
-  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
+  echo "| workload | slapd ops/s | slapd p50 / p99 µs | slapd process CPU (cores) | slapd µs/op | CPU $server_cpu (slapd) busy | client process CPU (cores) | CPU $client_cpu (client) busy | kernel + other (cores) | errors | Larch ops/s | Larch p50 / p99 µs | Larch µs/op | Larch / slapd |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"
   local w l s_ops
   for w in "${workloads[@]}"; do
     l=${result[slapd,$w]}
     s_ops=$(field ops_per_sec "$l")
-    local lar=- lar_ops=-
-    if [ "$larch_ok" = 1 ]; then lar_ops=$(field ops_per_sec "${result[larch,$w]}"); lar=$lar_ops; fi
+    local lar=- lar_ops=- lar_lat=- lar_us=-
+    if [ "$larch_ok" = 1 ]; then
+      local ll=${result[larch,$w]}
+      lar_ops=$(field ops_per_sec "$ll"); lar=$(printf '%.0f' "$lar_ops")
+      lar_lat="$(printf '%.0f' "$(field p50_us "$ll")") / $(printf '%.0f' "$(field p99_us "$ll")")"
+      lar_us=$(field server_us_per_op "$ll")
+    fi
     local others
     others=$(awk -v m="$(field machine_cores "$l")" -v c="$(field client_cores "$l")" -v s="$(field server_cores "$l")" \
       'BEGIN { o = m - c - s; if (o < 0) o = 0; printf "%.2f", o }')
-    printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" \
+    printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" \
       "$(printf '%.0f' "$s_ops")" "$(printf '%.0f' "$(field p50_us "$l")")" "$(printf '%.0f' "$(field p99_us "$l")")" \
       "$(field server_cores "$l")" "$(field server_us_per_op "$l")" "$(cpu_pct "$l" "$server_cpu")" \
       "$(field client_cores "$l")" "$(cpu_pct "$l" "$client_cpu")" "$others" \
-      "$(field errors "$l")" "$(larch_cell "$lar")" "$(ratio "$lar_ops" "$s_ops")"
+      "$(field errors "$l")" "$(larch_cell "$lar")" "$lar_lat" "$lar_us" "$(ratio "$lar_ops" "$s_ops")"
   done
   echo
   echo "| measure | slapd | Larch | ratio |"
@@ -558,17 +566,39 @@ table() {
     "$(larch_cell "${result[larch,scan]:-}")"
   if [ "$tls" = 1 ]; then
     echo
-    echo "TLS as negotiated with slapd (first connection of each run), and the handshakes of the operations"
-    echo "measured (per-operation workloads; the long-lived connections shake hands before the window):"
+    echo "Each TLS flow as a share of the same flow in plain LDAP on the same server (ops/s; and the server's"
+    echo "CPU per operation, plain / TLS):"
     echo
-    echo "| workload | TLS version | cipher suite | certificate verified | handshakes full | handshakes resumed | set-up and warm-up handshakes |"
-    echo "| --- | --- | --- | --- | ---: | ---: | ---: |"
+    echo "| workload | slapd ops/s, % of plain | slapd µs/op, plain / TLS | Larch ops/s, % of plain | Larch µs/op, plain / TLS |"
+    echo "| --- | ---: | ---: | ---: | ---: |"
+    local base
     for w in "${workloads[@]}"; do
-      l=${result[slapd,$w]}
-      [ "$(field transport "$l")" = plain ] && continue
-      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" "$(field tls_version "$l")" \
-        "$(field tls_cipher "$l")" "$(field tls_verified "$l")" "$(field tls_full "$l")" \
-        "$(field tls_resumed "$l")" "$(field tls_other "$l")"
+      case "$w" in auth-new-*) base=auth-new ;; search-1.1-*) base=search-1.1 ;; *) continue ;; esac
+      local cells=() srv
+      for srv in slapd larch; do
+        if [ "$srv" = larch ] && [ "$larch_ok" != 1 ]; then cells+=(- -); continue; fi
+        local lt=${result[$srv,$w]} lp=${result[$srv,$base]}
+        cells+=("$(awk -v t="$(field ops_per_sec "$lt")" -v p="$(field ops_per_sec "$lp")" \
+          'BEGIN { if (p > 0) printf "%.0f (%.0f%%)", t, 100 * t / p; else print "-" }')")
+        cells+=("$(field server_us_per_op "$lp") / $(field server_us_per_op "$lt")")
+      done
+      printf '| %s | %s | %s | %s | %s |\n' "$(label "$w")" "${cells[@]}"
+    done
+    echo
+    echo "TLS as negotiated (first connection of each run), and the handshakes of the operations measured"
+    echo "(per-operation workloads; the long-lived connections shake hands before the window):"
+    echo
+    echo "| workload | server | TLS version | cipher suite | certificate verified | handshakes full | handshakes resumed | set-up and warm-up handshakes |"
+    echo "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"
+    for w in "${workloads[@]}"; do
+      for srv in slapd larch; do
+        [ "$srv" = larch ] && [ "$larch_ok" != 1 ] && continue
+        l=${result[$srv,$w]}
+        [ "$(field transport "$l")" = plain ] && continue
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" "$srv" "$(field tls_version "$l")" \
+          "$(field tls_cipher "$l")" "$(field tls_verified "$l")" "$(field tls_full "$l")" \
+          "$(field tls_resumed "$l")" "$(field tls_other "$l")"
+      done
     done
   fi
 }

@@ -766,9 +766,7 @@ async fn probe(
 }
 
 async fn connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
-    let s = TcpStream::connect(addr).await?;
-    s.set_nodelay(true)?;
-    Ok(s)
+    crate::source::connect(addr).await
 }
 
 /// The interval between sends of one connection in open loop, and its first send.

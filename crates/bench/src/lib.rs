@@ -34,6 +34,7 @@ pub mod names;
 pub mod password;
 pub mod report;
 pub mod rng;
+pub mod source;
 pub mod sweep;
 pub mod template;
 pub mod tls;
