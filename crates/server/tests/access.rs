@@ -9,6 +9,9 @@
 //! addresses, group membership read at each operation, and proxied authorization (allowed,
 //! refused, and the operation run as the proxied identity).
 
+mod common;
+
+use common::{with_add, with_modify};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,9 +24,9 @@ use larch_proto::controls::{
 };
 use larch_proto::frame::{frame, Frame};
 use larch_proto::{
-    AddRequest, AttributeValueAssertion, Change, CompareRequest, DelRequest, DerefAliases, LdapMessage,
-    ModifyDnRequest, ModifyOperation, ModifyRequest, OwnedFilter, PartialAttribute, ProtocolOp, ResultCode,
-    SearchRequest, SearchResultEntry, SearchScope, SeqOf,
+    AttributeValueAssertion, CompareRequest, DelRequest, DerefAliases, LdapMessage, ModifyDnRequest,
+    ModifyOperation, OwnedFilter, ProtocolOp, ResultCode, SearchRequest, SearchResultEntry, SearchScope,
+    SeqOf,
 };
 use larch_server::acl::ops::check_bind;
 use larch_server::acl::proxy::proxied_identity;
@@ -353,34 +356,20 @@ impl Harness {
         list: Vec<(String, Vec<String>)>,
         controls: &[TestControl],
     ) -> Result<Vec<ResponseControl>, OpError> {
-        let values: Vec<Vec<&[u8]>> = list
-            .iter()
-            .map(|(_, vs)| vs.iter().map(|v| v.as_bytes()).collect())
-            .collect();
-        let parts: Vec<PartialAttribute<'_>> = list
-            .iter()
-            .zip(&values)
-            .map(|((name, _), vs)| PartialAttribute {
-                description: name.as_bytes(),
-                values: SeqOf::from_items(vs),
-            })
-            .collect();
-        let req = AddRequest {
-            entry: dn.as_bytes(),
-            attributes: SeqOf::from_items(&parts),
-        };
         self.write(
             who,
             |ctx| {
-                with_request(
-                    ProtocolOp::AddRequest(req),
-                    controls,
-                    OpKind::Add,
-                    |op, c| match op {
-                        ProtocolOp::AddRequest(r) => prepare_add(ctx, &r, c),
-                        _ => unreachable!(),
-                    },
-                )
+                with_add(dn, &list, |req| {
+                    with_request(
+                        ProtocolOp::AddRequest(req),
+                        controls,
+                        OpKind::Add,
+                        |op, c| match op {
+                            ProtocolOp::AddRequest(r) => prepare_add(ctx, &r, c),
+                            _ => unreachable!(),
+                        },
+                    )
+                })
             },
             apply_add,
         )
@@ -412,37 +401,20 @@ impl Harness {
         changes: &[(ModifyOperation, &str, &[&str])],
         controls: &[TestControl],
     ) -> Result<Vec<ResponseControl>, OpError> {
-        let values: Vec<Vec<&[u8]>> = changes
-            .iter()
-            .map(|(_, _, vs)| vs.iter().map(|v| v.as_bytes()).collect())
-            .collect();
-        let list: Vec<Change<'_>> = changes
-            .iter()
-            .zip(&values)
-            .map(|((operation, name, _), vs)| Change {
-                operation: *operation,
-                modification: PartialAttribute {
-                    description: name.as_bytes(),
-                    values: SeqOf::from_items(vs),
-                },
-            })
-            .collect();
-        let req = ModifyRequest {
-            object: dn.as_bytes(),
-            changes: SeqOf::from_items(&list),
-        };
         self.write(
             who,
             |ctx| {
-                with_request(
-                    ProtocolOp::ModifyRequest(req),
-                    controls,
-                    OpKind::Modify,
-                    |op, c| match op {
-                        ProtocolOp::ModifyRequest(r) => prepare_modify(ctx, &r, c),
-                        _ => unreachable!(),
-                    },
-                )
+                with_modify(dn, changes, |req| {
+                    with_request(
+                        ProtocolOp::ModifyRequest(req),
+                        controls,
+                        OpKind::Modify,
+                        |op, c| match op {
+                            ProtocolOp::ModifyRequest(r) => prepare_modify(ctx, &r, c),
+                            _ => unreachable!(),
+                        },
+                    )
+                })
             },
             apply_modify,
         )

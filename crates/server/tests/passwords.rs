@@ -12,6 +12,9 @@
 //!   refused (constraintViolation) for anyone else; a Modify deleting a userPassword value
 //!   given in cleartext deletes the hash it verifies against; Password Modify's answers.
 
+mod common;
+
+use common::{with_add, with_modify};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,10 +22,7 @@ use std::sync::Arc;
 
 use larch_model::dn::NormDn;
 use larch_proto::exop::PasswordModifyRequest;
-use larch_proto::{
-    AddRequest, Authentication, BindRequest, Change, ModifyOperation, ModifyRequest, PartialAttribute,
-    ResultCode, SeqOf,
-};
+use larch_proto::{Authentication, BindRequest, ModifyOperation, ResultCode};
 use larch_server::auth::bind::{bind, stage, Staged};
 use larch_server::auth::password::{self, verify};
 use larch_server::client::Client;
@@ -347,24 +347,8 @@ impl Harness {
     }
 
     fn add(&self, who: &Identity, dn: &str, attrs: &[(&str, &[&str])]) -> Result<(), OpError> {
-        let values: Vec<Vec<&[u8]>> = attrs
-            .iter()
-            .map(|(_, vs)| vs.iter().map(|v| v.as_bytes()).collect())
-            .collect();
-        let list: Vec<PartialAttribute<'_>> = attrs
-            .iter()
-            .zip(&values)
-            .map(|((name, _), vs)| PartialAttribute {
-                description: name.as_bytes(),
-                values: SeqOf::from_items(vs),
-            })
-            .collect();
-        let req = AddRequest {
-            entry: dn.as_bytes(),
-            attributes: SeqOf::from_items(&list),
-        };
         let controls = RequestControls::parse(None, OpKind::Add).unwrap();
-        let p = prepare_add(&self.ctx(who), &req, &controls)?;
+        let p = with_add(dn, attrs, |req| prepare_add(&self.ctx(who), &req, &controls))?;
         let (dir, who) = (self.dir.clone(), who.clone());
         self.dir
             .store
@@ -389,27 +373,8 @@ impl Harness {
         dn: &str,
         changes: &[(ModifyOperation, &str, &[&str])],
     ) -> Result<(), OpError> {
-        let values: Vec<Vec<&[u8]>> = changes
-            .iter()
-            .map(|(_, _, vs)| vs.iter().map(|v| v.as_bytes()).collect())
-            .collect();
-        let list: Vec<Change<'_>> = changes
-            .iter()
-            .zip(&values)
-            .map(|((operation, name, _), vs)| Change {
-                operation: *operation,
-                modification: PartialAttribute {
-                    description: name.as_bytes(),
-                    values: SeqOf::from_items(vs),
-                },
-            })
-            .collect();
-        let req = ModifyRequest {
-            object: dn.as_bytes(),
-            changes: SeqOf::from_items(&list),
-        };
         let controls = RequestControls::parse(None, OpKind::Modify).unwrap();
-        let p = prepare_modify(&self.ctx(who), &req, &controls)?;
+        let p = with_modify(dn, changes, |req| prepare_modify(&self.ctx(who), &req, &controls))?;
         let (dir, who) = (self.dir.clone(), who.clone());
         self.dir
             .store

@@ -5,6 +5,9 @@
 //! renames and subtree moves, pre-read/post-read values, the assertion control, and a
 //! property test of random update sequences against a `BTreeMap` model of the tree.
 
+mod common;
+
+use common::{with_add, with_modify};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,9 +19,8 @@ use larch_proto::controls::{
     PreReadResponse, SubtreeDelete,
 };
 use larch_proto::{
-    AddRequest, AttributeValueAssertion, Change, CompareRequest, DelRequest, LdapMessage, ModifyDnRequest,
-    ModifyOperation, ModifyRequest, OwnedFilter, PartialAttribute, ProtocolOp, ResultCode, SearchResultEntry,
-    SeqOf,
+    AttributeValueAssertion, CompareRequest, DelRequest, LdapMessage, ModifyDnRequest, ModifyOperation,
+    OwnedFilter, ProtocolOp, ResultCode, SearchResultEntry, SeqOf,
 };
 use larch_server::client::Client;
 use larch_server::config::ServerConfig;
@@ -254,25 +256,11 @@ impl Harness {
         attrs: &[(&str, &[&str])],
         controls: &[TestControl],
     ) -> Result<Vec<ResponseControl>, OpError> {
-        let values: Vec<Vec<&[u8]>> = attrs
-            .iter()
-            .map(|(_, vs)| vs.iter().map(|v| v.as_bytes()).collect())
-            .collect();
-        let list: Vec<PartialAttribute<'_>> = attrs
-            .iter()
-            .zip(&values)
-            .map(|((name, _), vs)| PartialAttribute {
-                description: name.as_bytes(),
-                values: SeqOf::from_items(vs),
+        let prepared = with_add(dn, attrs, |req| {
+            with_request(ProtocolOp::AddRequest(req), controls, |op, c| match op {
+                ProtocolOp::AddRequest(r) => prepare_add(&self.ctx(), &r, c),
+                _ => unreachable!(),
             })
-            .collect();
-        let req = AddRequest {
-            entry: dn.as_bytes(),
-            attributes: SeqOf::from_items(&list),
-        };
-        let prepared = with_request(ProtocolOp::AddRequest(req), controls, |op, c| match op {
-            ProtocolOp::AddRequest(r) => prepare_add(&self.ctx(), &r, c),
-            _ => unreachable!(),
         });
         self.run::<PreparedAdd>(prepared, apply_add)
     }
@@ -292,28 +280,11 @@ impl Harness {
         changes: &[(ModifyOperation, &str, &[&str])],
         controls: &[TestControl],
     ) -> Result<Vec<ResponseControl>, OpError> {
-        let values: Vec<Vec<&[u8]>> = changes
-            .iter()
-            .map(|(_, _, vs)| vs.iter().map(|v| v.as_bytes()).collect())
-            .collect();
-        let list: Vec<Change<'_>> = changes
-            .iter()
-            .zip(&values)
-            .map(|((operation, name, _), vs)| Change {
-                operation: *operation,
-                modification: PartialAttribute {
-                    description: name.as_bytes(),
-                    values: SeqOf::from_items(vs),
-                },
+        let prepared = with_modify(dn, changes, |req| {
+            with_request(ProtocolOp::ModifyRequest(req), controls, |op, c| match op {
+                ProtocolOp::ModifyRequest(r) => prepare_modify(&self.ctx(), &r, c),
+                _ => unreachable!(),
             })
-            .collect();
-        let req = ModifyRequest {
-            object: dn.as_bytes(),
-            changes: SeqOf::from_items(&list),
-        };
-        let prepared = with_request(ProtocolOp::ModifyRequest(req), controls, |op, c| match op {
-            ProtocolOp::ModifyRequest(r) => prepare_modify(&self.ctx(), &r, c),
-            _ => unreachable!(),
         });
         self.run::<PreparedModify>(prepared, apply_modify)
     }
