@@ -23,9 +23,11 @@
 # With --tls: a CA and a server certificate (EC P-256, for 127.0.0.1 and localhost) are made
 # with openssl in the work directory; slapd gets TLSCACertificateFile, TLSCertificateFile and
 # TLSCertificateKeyFile and listens on ldap:// and ldaps://; the workloads are the auth on a
-# new connection per operation over plain LDAP, ldaps:// and StartTLS, and search 1.1 over
-# plain and ldaps:// (long-lived connections), with `larch bench --ca-file`. A second table
-# gives what TLS negotiated and how many handshakes were resumed. The block in
+# new connection per operation over plain LDAP, ldaps:// (the client's default key exchange
+# groups, X25519MLKEM768 first; X25519 only, as an OpenSSL 3.0 client; TLS 1.2 only) and
+# StartTLS, and search 1.1 over plain and ldaps:// (long-lived connections), with
+# `larch bench --ca-file`. Further tables give each TLS flow as a share of plain, and what
+# TLS negotiated and how many handshakes were resumed. The block in
 # docs/benchmarks.md is `<!-- compare-tls:N:begin -->` ... `end`. Larch serves the same
 # certificate (larch_tls_setup).
 #
@@ -406,10 +408,12 @@ run_workload() {
   case "$name" in
     *-ldaps) url=$ldaps_url; tls_args=(--ca-file "$tls_dir/ca.pem") ;;
     *-ldaps12) url=$ldaps_url; tls_args=(--ca-file "$tls_dir/ca.pem" --tls-version 1.2) ;;
+    *-ldapsx25519) url=$ldaps_url; tls_args=(--ca-file "$tls_dir/ca.pem" --tls-groups X25519) ;;
     *-starttls) tls_args=(--starttls --ca-file "$tls_dir/ca.pem") ;;
   esac
   name=${name%-ldaps}
   name=${name%-ldaps12}
+  name=${name%-ldapsx25519}
   name=${name%-starttls}
   local common=(-H "$url" "${tls_args[@]}" --server-pid "$pid" --duration "${duration}s" --warmup "${warmup}s"
                 --line $quiet)
@@ -436,7 +440,7 @@ field() { # field KEY LINE
 
 workloads=(search-all search-1.1 auth-same auth-new modify mixed)
 if [ "$tls" = 1 ]; then
-  workloads=(auth-new auth-new-ldaps auth-new-starttls auth-new-ldaps12 search-1.1 search-1.1-ldaps)
+  workloads=(auth-new auth-new-ldaps auth-new-ldapsx25519 auth-new-starttls auth-new-ldaps12 search-1.1 search-1.1-ldaps)
 fi
 
 measure_server() { # measure_server NAME (slapd|larch)
@@ -502,6 +506,7 @@ label() {
     auth-new-ldaps) echo "auth, new ldaps:// connection per operation" ;;
     auth-new-starttls) echo "auth, new connection + StartTLS per operation" ;;
     auth-new-ldaps12) echo "auth, new ldaps:// connection per operation, TLS 1.2 only" ;;
+    auth-new-ldapsx25519) echo "auth, new ldaps:// connection per operation, X25519 offered only" ;;
     search-1.1-ldaps) echo "search, no attributes (1.1), over ldaps://" ;;
   esac
 }
@@ -588,15 +593,15 @@ table() {
     echo "TLS as negotiated (first connection of each run), and the handshakes of the operations measured"
     echo "(per-operation workloads; the long-lived connections shake hands before the window):"
     echo
-    echo "| workload | server | TLS version | cipher suite | certificate verified | handshakes full | handshakes resumed | set-up and warm-up handshakes |"
-    echo "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"
+    echo "| workload | server | TLS version | cipher suite | key exchange | certificate verified | handshakes full | handshakes resumed | set-up and warm-up handshakes |"
+    echo "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |"
     for w in "${workloads[@]}"; do
       for srv in slapd larch; do
         [ "$srv" = larch ] && [ "$larch_ok" != 1 ] && continue
         l=${result[$srv,$w]}
         [ "$(field transport "$l")" = plain ] && continue
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" "$srv" "$(field tls_version "$l")" \
-          "$(field tls_cipher "$l")" "$(field tls_verified "$l")" "$(field tls_full "$l")" \
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" "$srv" "$(field tls_version "$l")" \
+          "$(field tls_cipher "$l")" "$(field tls_group "$l")" "$(field tls_verified "$l")" "$(field tls_full "$l")" \
           "$(field tls_resumed "$l")" "$(field tls_other "$l")"
       done
     done

@@ -328,7 +328,7 @@ struct Ctx {
 /// Runs one benchmark and returns its report.
 pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
     validate(cfg)?;
-    let tls = TlsSetup::new(&cfg.tls, &cfg.url)
+    let tls = TlsSetup::new(&cfg.tls, &cfg.url, cfg.connections)
         .map_err(BenchError::Config)?
         .map(Arc::new);
     let transport = tls.as_ref().map_or(Transport::Plain, |t| t.transport);

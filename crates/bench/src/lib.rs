@@ -16,7 +16,8 @@
 //! - [`template`]: filter templates (`(cn={})`) and value files; [`url`]: `ldap://` and
 //!   `ldaps://` URLs; [`tls`]: `ldaps://` and StartTLS with rustls (verification against a
 //!   CA file, client certificates, a pinned version, session resumption shared by the run,
-//!   handshakes counted full or resumed); [`fake`]: a tiny in-process LDAP server for tests
+//!   handshakes counted full or resumed; [`sessions`]: the session store, sized so every
+//!   connection of a run can resume); [`fake`]: a tiny in-process LDAP server for tests
 //!   (plain, `ldaps://` or StartTLS).
 //!
 //! What it is not: it depends on `larch-proto` only (every PDU is encoded and decoded with
@@ -34,6 +35,7 @@ pub mod names;
 pub mod password;
 pub mod report;
 pub mod rng;
+pub mod sessions;
 pub mod source;
 pub mod sweep;
 pub mod template;

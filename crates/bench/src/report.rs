@@ -509,7 +509,7 @@ impl Report {
     /// `ops=... ops_per_sec=... ok=... errors=... p50_us=... p90_us=... p99_us=...
     /// p999_us=... max_us=... client_cores=... client_us_per_op=... server_cores=...
     /// server_us_per_op=... server_rss_kib=... machine_cores=... steal_cores=... cpu_busy=...
-    /// transport=... tls_version=... tls_cipher=... tls_verified=... tls_full=...
+    /// transport=... tls_version=... tls_cipher=... tls_group=... tls_verified=... tls_full=...
     /// tls_resumed=... tls_hrr=... tls_other=...` (the server fields are `-` without a PID;
     /// the TLS fields are `-` for plain LDAP; `tls_full`, `tls_resumed` and `tls_hrr` count
     /// the handshakes of operations started in the measured window, `tls_other` the rest).
@@ -552,9 +552,10 @@ impl Report {
             Some(t) => {
                 let _ = write!(
                     line,
-                    " tls_version={} tls_cipher={} tls_verified={} tls_full={} tls_resumed={} tls_hrr={} tls_other={}",
+                    " tls_version={} tls_cipher={} tls_group={} tls_verified={} tls_full={} tls_resumed={} tls_hrr={} tls_other={}",
                     t.session.version.replace(' ', ""),
                     t.session.cipher_suite,
+                    t.session.key_exchange,
                     t.session.verified,
                     t.handshakes.full,
                     t.handshakes.resumed,
@@ -563,7 +564,7 @@ impl Report {
                 );
             }
             None => line.push_str(
-                " tls_version=- tls_cipher=- tls_verified=- tls_full=- tls_resumed=- tls_hrr=- tls_other=-",
+                " tls_version=- tls_cipher=- tls_group=- tls_verified=- tls_full=- tls_resumed=- tls_hrr=- tls_other=-",
             ),
         }
         line
@@ -830,7 +831,7 @@ mod tests {
         );
         assert!(
             line.ends_with(
-                " transport=plain tls_version=- tls_cipher=- tls_verified=- tls_full=- tls_resumed=- tls_hrr=- tls_other=-"
+                " transport=plain tls_version=- tls_cipher=- tls_group=- tls_verified=- tls_full=- tls_resumed=- tls_hrr=- tls_other=-"
             ),
             "{line}"
         );
@@ -936,7 +937,7 @@ mod tests {
         let line = r.to_line();
         assert!(
             line.ends_with(
-                " transport=ldaps tls_version=TLS1.3 tls_cipher=TLS13_AES_256_GCM_SHA384 tls_verified=false tls_full=1 tls_resumed=7 tls_hrr=2 tls_other=3"
+                " transport=ldaps tls_version=TLS1.3 tls_cipher=TLS13_AES_256_GCM_SHA384 tls_group=X25519 tls_verified=false tls_full=1 tls_resumed=7 tls_hrr=2 tls_other=3"
             ),
             "{line}"
         );

@@ -3,8 +3,9 @@
 //!
 //! Invariants:
 //! - one [`TlsSetup`] per run: a single `rustls::ClientConfig`, so every connection of every
-//!   client thread shares its session cache (resumption works across connections and
-//!   threads unless `--no-tls-resumption` turns it off);
+//!   client thread shares its session store, a [`ClientSessions`] sized for the run's
+//!   connections (resumption works across connections and threads unless
+//!   `--no-tls-resumption` turns it off);
 //! - TLS is never silently weaker than asked: without `--ca-file` the run is refused unless
 //!   `--tls-insecure` says so, and an insecure run says so in its report;
 //! - the plain path is untouched: the pipelined loop is generic over `ConnIo` and is
@@ -38,6 +39,8 @@ use serde::Serialize;
 use tokio::io::{Interest, Ready};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
+
+use crate::sessions::ClientSessions;
 use tokio_rustls::TlsConnector;
 
 use crate::report::{HandshakeCounts, TlsSession};
@@ -112,6 +115,9 @@ pub struct TlsOptions {
     pub version: Option<TlsVersion>,
     /// Keep a session cache shared by every connection of the run (default: on).
     pub resumption: bool,
+    /// Key exchange groups offered, in order (`--tls-groups`; default: rustls' own order,
+    /// X25519MLKEM768 first). Names as in [`key_exchange_groups`].
+    pub groups: Option<Vec<String>>,
 }
 
 impl Default for TlsOptions {
@@ -125,8 +131,34 @@ impl Default for TlsOptions {
             server_name: None,
             version: None,
             resumption: true,
+            groups: None,
         }
     }
+}
+
+/// The key exchange groups named in `names` (case-insensitive, as rustls prints them:
+/// `X25519MLKEM768`, `X25519`, `secp256r1`, `secp384r1`, `secp256r1MLKEM768`, `MLKEM768`), in
+/// that order, or which name is unknown. `X25519` alone is what an OpenSSL 3.0 client (Debian
+/// 12's ldapsearch, python-ldap) offers first; OpenSSL 3.5 and rustls offer X25519MLKEM768.
+pub fn key_exchange_groups(
+    names: &[String],
+) -> Result<Vec<&'static dyn rustls::crypto::SupportedKxGroup>, String> {
+    let all = rustls::crypto::aws_lc_rs::ALL_KX_GROUPS;
+    names
+        .iter()
+        .map(|n| {
+            all.iter()
+                .find(|g| format!("{:?}", g.name()).eq_ignore_ascii_case(n))
+                .copied()
+                .ok_or_else(|| {
+                    let known: Vec<String> = all.iter().map(|g| format!("{:?}", g.name())).collect();
+                    format!(
+                        "--tls-groups: unknown key exchange group `{n}` (known: {})",
+                        known.join(", ")
+                    )
+                })
+        })
+        .collect()
 }
 
 impl TlsOptions {
@@ -160,6 +192,7 @@ impl TlsOptions {
                 (self.server_name.is_some(), "--tls-server-name"),
                 (self.version.is_some(), "--tls-version"),
                 (!self.resumption, "--no-tls-resumption"),
+                (self.groups.is_some(), "--tls-groups"),
             ];
             if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
                 return Err(format!(
@@ -204,14 +237,21 @@ impl std::fmt::Debug for TlsSetup {
 }
 
 impl TlsSetup {
-    /// Builds the client configuration for `url`; `None` for plain LDAP. Errors name the file
-    /// or option concerned.
-    pub fn new(opts: &TlsOptions, url: &LdapUrl) -> Result<Option<Self>, String> {
+    /// Builds the client configuration for `url`, for a run of `connections` concurrent
+    /// connections; `None` for plain LDAP. Errors name the file or option concerned.
+    pub fn new(opts: &TlsOptions, url: &LdapUrl, connections: usize) -> Result<Option<Self>, String> {
         let transport = opts.transport(url)?;
         if transport == Transport::Plain {
             return Ok(None);
         }
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+        if let Some(names) = &opts.groups {
+            provider.kx_groups = key_exchange_groups(names)?;
+            if provider.kx_groups.is_empty() {
+                return Err("--tls-groups: no key exchange group given".into());
+            }
+        }
+        let provider = Arc::new(provider);
         let versions: &[&'static rustls::SupportedProtocolVersion] = match opts.version {
             None => rustls::DEFAULT_VERSIONS,
             Some(TlsVersion::Tls12) => &[&rustls::version::TLS12],
@@ -246,7 +286,7 @@ impl TlsSetup {
             _ => builder.with_no_client_auth(),
         };
         config.resumption = if opts.resumption {
-            Resumption::default()
+            Resumption::store(Arc::new(ClientSessions::new(connections)))
         } else {
             Resumption::disabled()
         };
@@ -599,6 +639,11 @@ mod tests {
             ..TlsOptions::default()
         };
         assert!(o.transport(&plain).unwrap_err().contains("--no-tls-resumption"));
+        let o = TlsOptions {
+            groups: Some(vec!["X25519".into()]),
+            ..TlsOptions::default()
+        };
+        assert!(o.transport(&plain).unwrap_err().contains("--tls-groups"));
     }
 
     #[test]
@@ -611,7 +656,7 @@ mod tests {
             ca_file: Some(empty.clone()),
             ..TlsOptions::default()
         };
-        let err = TlsSetup::new(&o, &url("ldaps://h")).unwrap_err();
+        let err = TlsSetup::new(&o, &url("ldaps://h"), 1).unwrap_err();
         assert!(
             err.contains("empty.pem") && err.contains("no PEM certificate"),
             "{err}"
@@ -621,25 +666,56 @@ mod tests {
             ca_file: Some(missing),
             ..TlsOptions::default()
         };
-        let err = TlsSetup::new(&o, &url("ldaps://h")).unwrap_err();
+        let err = TlsSetup::new(&o, &url("ldaps://h"), 1).unwrap_err();
         assert!(err.contains("missing.pem"), "{err}");
         let o = TlsOptions {
             insecure: true,
             server_name: Some("bad name!".into()),
             ..TlsOptions::default()
         };
-        let err = TlsSetup::new(&o, &url("ldaps://h")).unwrap_err();
+        let err = TlsSetup::new(&o, &url("ldaps://h"), 1).unwrap_err();
         assert!(err.contains("bad name!"), "{err}");
-        assert!(TlsSetup::new(&TlsOptions::default(), &url("ldap://h"))
+        assert!(TlsSetup::new(&TlsOptions::default(), &url("ldap://h"), 1)
             .unwrap()
             .is_none());
         let o = TlsOptions {
             insecure: true,
             ..TlsOptions::default()
         };
-        let s = TlsSetup::new(&o, &url("ldaps://[::1]")).unwrap().unwrap();
+        let s = TlsSetup::new(&o, &url("ldaps://[::1]"), 1).unwrap().unwrap();
         assert_eq!(s.transport, Transport::Ldaps);
         assert!(matches!(s.server_name, ServerName::IpAddress(_)));
+        let o = TlsOptions {
+            insecure: true,
+            groups: Some(vec!["x25519".into(), "NoSuchGroup".into()]),
+            ..TlsOptions::default()
+        };
+        let err = TlsSetup::new(&o, &url("ldaps://h"), 1).unwrap_err();
+        assert!(
+            err.contains("`NoSuchGroup`") && err.contains("X25519MLKEM768"),
+            "{err}"
+        );
+        let o = TlsOptions {
+            insecure: true,
+            groups: Some(Vec::new()),
+            ..TlsOptions::default()
+        };
+        assert!(TlsSetup::new(&o, &url("ldaps://h"), 1).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn key_exchange_groups_by_name_in_the_order_given() {
+        let names = |v: &[&str]| key_exchange_groups(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let g = names(&["secp256r1", "x25519"]).unwrap();
+        assert_eq!(
+            g.iter().map(|g| g.name()).collect::<Vec<_>>(),
+            [rustls::NamedGroup::secp256r1, rustls::NamedGroup::X25519]
+        );
+        assert_eq!(
+            names(&["X25519MLKEM768"]).unwrap()[0].name(),
+            rustls::NamedGroup::X25519MLKEM768
+        );
+        assert!(names(&["ffdhe2048"]).is_err());
     }
 }

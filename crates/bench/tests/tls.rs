@@ -369,3 +369,94 @@ fn pipelined_connections_over_ldaps_and_starttls() {
         assert!(k.entries_per_op > 0.5 && k.entries_per_op < 0.8, "{text}");
     }
 }
+
+/// Moves TLS records between an in-memory client and server until neither has more to send.
+fn pump(client: &mut rustls::ClientConnection, server: &mut rustls::ServerConnection) {
+    loop {
+        let mut moved = false;
+        let mut buf = Vec::new();
+        while client.wants_write() {
+            client.write_tls(&mut buf).unwrap();
+        }
+        if !buf.is_empty() {
+            moved = true;
+            server.read_tls(&mut buf.as_slice()).unwrap();
+            server.process_new_packets().unwrap();
+        }
+        let mut buf = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut buf).unwrap();
+        }
+        if !buf.is_empty() {
+            moved = true;
+            let mut slice = buf.as_slice();
+            while !slice.is_empty() {
+                client.read_tls(&mut slice).unwrap();
+                client.process_new_packets().unwrap();
+            }
+        }
+        if !moved {
+            return;
+        }
+    }
+}
+
+/// One batch as a saturated server sees it: `n` clients send their ClientHello (each takes
+/// a ticket from the store, if there is one) before any of them finishes; then each
+/// handshake completes and its tickets are stored. Returns how many resumed.
+fn lockstep_batch(client: &Arc<rustls::ClientConfig>, server: &Arc<rustls::ServerConfig>, n: usize) -> usize {
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut clients: Vec<_> = (0..n)
+        .map(|_| rustls::ClientConnection::new(client.clone(), name.clone()).unwrap())
+        .collect();
+    let mut resumed = 0;
+    for c in &mut clients {
+        let mut s = rustls::ServerConnection::new(server.clone()).unwrap();
+        pump(c, &mut s);
+        assert!(!c.is_handshaking() && !s.is_handshaking());
+        if c.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+            resumed += 1;
+        }
+    }
+    resumed
+}
+
+#[test]
+fn every_connection_of_a_saturated_batch_resumes() {
+    // rustls' own store keeps 8 TLS 1.3 tickets per server: of 16 ClientHellos sent together,
+    // 8 resume however many tickets came back. The bench's store keeps 2 per connection.
+    let pki = Pki::new("batch");
+    let server = pki.server_config(false);
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.ca_der.clone()).unwrap();
+    let config = |resumption: rustls::client::Resumption| {
+        let mut c = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots.clone())
+        .with_no_client_auth();
+        c.resumption = resumption;
+        Arc::new(c)
+    };
+    const N: usize = 16;
+    let rustls_store = config(rustls::client::Resumption::default());
+    assert_eq!(lockstep_batch(&rustls_store, &server, N), 0);
+    assert_eq!(
+        lockstep_batch(&rustls_store, &server, N),
+        8,
+        "rustls' per-server limit"
+    );
+    let ours = config(rustls::client::Resumption::store(Arc::new(
+        larch_bench::sessions::ClientSessions::new(N),
+    )));
+    assert_eq!(
+        lockstep_batch(&ours, &server, N),
+        0,
+        "the first batch has no ticket"
+    );
+    for _ in 0..3 {
+        assert_eq!(lockstep_batch(&ours, &server, N), N);
+    }
+}

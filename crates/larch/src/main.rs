@@ -132,6 +132,10 @@ struct BenchArgs {
     /// Full TLS handshakes only: no session cache.
     #[arg(long)]
     no_tls_resumption: bool,
+    /// Key exchange groups the client offers, in order, comma-separated (e.g. `X25519` as an
+    /// OpenSSL 3.0 client; default: X25519MLKEM768, X25519, secp256r1, secp384r1).
+    #[arg(long, value_name = "GROUP,...", value_delimiter = ',')]
+    tls_groups: Option<Vec<String>>,
     /// search, auth, modify, mixed, add, delete or churn.
     #[arg(short = 'W', long, default_value = "search", value_parser = parse_workload)]
     workload: Workload,
@@ -404,6 +408,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         server_name: a.tls_server_name.clone(),
         version: a.tls_version,
         resumption: !a.no_tls_resumption,
+        groups: a.tls_groups.clone(),
     };
     // The contradictions (--starttls with ldaps://, TLS without a CA, ...) before any file is read.
     cfg.tls.transport(&cfg.url)?;
@@ -543,6 +548,8 @@ mod tests {
             "--tls-version",
             "1.3",
             "--no-tls-resumption",
+            "--tls-groups",
+            "X25519,secp256r1",
         ])
         .unwrap();
         let Some(Command::Bench(b)) = cli.command else {
@@ -550,6 +557,10 @@ mod tests {
         };
         assert!(b.starttls && b.no_tls_resumption && !b.tls_insecure);
         assert_eq!(b.tls_version, Some(TlsVersion::Tls13));
+        assert_eq!(
+            b.tls_groups,
+            Some(vec!["X25519".to_string(), "secp256r1".to_string()])
+        );
         assert_eq!(b.tls_server_name.as_deref(), Some("ldap.example.com"));
         // --cert without --key (and the reverse) are refused by the parser.
         assert!(Cli::try_parse_from(["larch", "bench", "--cert", "c.pem"]).is_err());

@@ -1233,6 +1233,60 @@ fn remote_policy_exempts_loopback_connections() {
 }
 
 #[test]
+fn the_server_picks_a_sha256_suite_over_the_clients_first_choice() {
+    // rustls (like OpenSSL) lists TLS13_AES_256_GCM_SHA384 first; the server's order puts the
+    // SHA-256 suites first (see server_cipher_suites). TLS 1.2 the same way.
+    let (server, ca) = tls_server();
+    for (versions, expected) in [
+        (
+            &rustls::version::TLS13,
+            rustls::CipherSuite::TLS13_AES_128_GCM_SHA256,
+        ),
+        (
+            &rustls::version::TLS12,
+            rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        ),
+    ] {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        assert_ne!(
+            provider.cipher_suites[0].suite(),
+            expected,
+            "the client prefers another suite"
+        );
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[versions])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut c = Conn::ldaps(server.addr(true), Arc::new(config));
+        let suite = c.tls.as_ref().unwrap().conn.negotiated_cipher_suite().unwrap();
+        assert_eq!(suite.suite(), expected);
+        assert_eq!(c.whoami(1), "");
+    }
+    // A client offering only a SHA-384 suite still connects with it.
+    let only = rustls::crypto::CryptoProvider {
+        cipher_suites: vec![rustls::crypto::aws_lc_rs::cipher_suite::TLS13_AES_256_GCM_SHA384],
+        ..rustls::crypto::aws_lc_rs::default_provider()
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(only))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let c = Conn::ldaps(server.addr(true), Arc::new(config));
+    let suite = c.tls.as_ref().unwrap().conn.negotiated_cipher_suite().unwrap();
+    assert_eq!(suite.suite(), rustls::CipherSuite::TLS13_AES_256_GCM_SHA384);
+}
+
+#[test]
 fn sessions_resume() {
     let (server, ca) = tls_server();
     let config = client_config(&ca.pem, None);

@@ -6,7 +6,8 @@
 //! 2. read the private key and check it is the leaf's key ([`super::check::certified_key`]);
 //! 3. with a client CA file, build the client certificate verifier: `"request"` lets a
 //!    client without a certificate connect, `"require"` fails its handshake;
-//! 4. offer TLS 1.3 and 1.2 (aws-lc-rs provider), and session resumption both ways: TLS
+//! 4. offer TLS 1.3 and 1.2 (aws-lc-rs provider) with the server's cipher suite order
+//!    ([`server_cipher_suites`]: SHA-256 suites first), and session resumption both ways: TLS
 //!    1.3 and 1.2 tickets from a [`rustls::crypto::aws_lc_rs::Ticketer`] (stateless, keys
 //!    rotated by rustls) and a session cache of [`SESSION_CACHE_ENTRIES`] for clients that
 //!    do not take tickets, so a reconnecting client skips the full handshake.
@@ -51,7 +52,10 @@ pub fn build(settings: &TlsSettings) -> Result<Built, TlsError> {
 
 /// [`build`] with the validity checked at `now` (Unix seconds).
 pub fn build_at(settings: &TlsSettings, now: i64) -> Result<Built, TlsError> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::CryptoProvider {
+        cipher_suites: server_cipher_suites(),
+        ..rustls::crypto::aws_lc_rs::default_provider()
+    });
     let chain = pem::certificates(&settings.certificate, "certificate")?;
     let info = check::check_validity(&settings.certificate, &chain, now)?;
     let key = pem::private_key(&settings.key)?;
@@ -84,6 +88,7 @@ pub fn build_at(settings: &TlsSettings, now: i64) -> Result<Built, TlsError> {
         _ => builder.with_no_client_auth(),
     };
     let mut config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
+    config.ignore_client_order = true;
     config.ticketer =
         rustls::crypto::aws_lc_rs::Ticketer::new().map_err(|e| TlsError::Config(e.to_string()))?;
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_ENTRIES);
@@ -91,6 +96,31 @@ pub fn build_at(settings: &TlsSettings, now: i64) -> Result<Built, TlsError> {
         config: Arc::new(config),
         info,
     })
+}
+
+/// The cipher suites offered, in the order the server picks from: every suite of the
+/// aws-lc-rs defaults, those whose hash is SHA-256 first (AES-128-GCM, then ChaCha20 for
+/// TLS 1.3; the AES-256-GCM/SHA-384 suites after them).
+///
+/// Why: a handshake's own cost is mostly HMAC in the key schedule (about 60 HKDF steps and
+/// the transcript per TLS 1.3 handshake), and SHA-256 runs in hardware on x86 (SHA-NI) and
+/// ARMv8 while SHA-384 does not; with SHA-384 the key schedule was a third of the
+/// instructions of a resumed TLS 1.3 handshake (callgrind). AES-128 matches the 128-bit
+/// strength of the key exchange (X25519, P-256) and the certificate. Clients commonly list
+/// AES-256 first (OpenSSL, rustls), so the server's order is used
+/// (`ignore_client_order`), as Go's crypto/tls does; a client that offers only SHA-384
+/// suites still gets one.
+pub fn server_cipher_suites() -> Vec<rustls::SupportedCipherSuite> {
+    let mut suites = rustls::crypto::aws_lc_rs::DEFAULT_CIPHER_SUITES.to_vec();
+    // Stable: within each hash the defaults' order is kept.
+    suites.sort_by_key(|s| {
+        let common = match s {
+            rustls::SupportedCipherSuite::Tls13(s) => &s.common,
+            rustls::SupportedCipherSuite::Tls12(s) => &s.common,
+        };
+        common.hash_provider.algorithm() != rustls::crypto::hash::HashAlgorithm::SHA256
+    });
+    suites
 }
 
 /// The CA certificates of `path` as trust anchors for client certificates.
