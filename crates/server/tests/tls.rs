@@ -896,11 +896,17 @@ struct Answer {
     value: Option<Vec<u8>>,
 }
 
-fn client_config(ca_pem: &str, client: Option<&Leaf>) -> Arc<rustls::ClientConfig> {
+/// The certificates of `ca_pem` as a client's trust anchors.
+fn roots(ca_pem: &str) -> rustls::RootCertStore {
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(c.unwrap()).unwrap();
     }
+    roots
+}
+
+fn client_config(ca_pem: &str, client: Option<&Leaf>) -> Arc<rustls::ClientConfig> {
+    let roots = roots(ca_pem);
     let b =
         rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
             .with_safe_default_protocol_versions()
@@ -1253,14 +1259,10 @@ fn the_server_picks_a_sha256_suite_over_the_clients_first_choice() {
             expected,
             "the client prefers another suite"
         );
-        let mut roots = rustls::RootCertStore::empty();
-        for c in CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
-            roots.add(c.unwrap()).unwrap();
-        }
         let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
             .with_protocol_versions(&[versions])
             .unwrap()
-            .with_root_certificates(roots)
+            .with_root_certificates(roots(&ca.pem))
             .with_no_client_auth();
         let mut c = Conn::ldaps(server.addr(true), Arc::new(config));
         let suite = c.tls.as_ref().unwrap().conn.negotiated_cipher_suite().unwrap();
@@ -1272,14 +1274,10 @@ fn the_server_picks_a_sha256_suite_over_the_clients_first_choice() {
         cipher_suites: vec![rustls::crypto::aws_lc_rs::cipher_suite::TLS13_AES_256_GCM_SHA384],
         ..rustls::crypto::aws_lc_rs::default_provider()
     };
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(ca.pem.as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(only))
         .with_safe_default_protocol_versions()
         .unwrap()
-        .with_root_certificates(roots)
+        .with_root_certificates(roots(&ca.pem))
         .with_no_client_auth();
     let c = Conn::ldaps(server.addr(true), Arc::new(config));
     let suite = c.tls.as_ref().unwrap().conn.negotiated_cipher_suite().unwrap();
