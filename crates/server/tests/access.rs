@@ -11,16 +11,15 @@
 
 mod common;
 
-use common::{with_add, with_modify};
+use common::{fresh_data_dir, test_store, with_add, with_decoded, with_modify, TestControl};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use larch_model::dn::NormDn;
 use larch_proto::controls::{
-    Control, ControlValue, PostReadRequest, PostReadResponse, PreReadRequest, PreReadResponse, ProxiedAuthz,
+    ControlValue, PostReadRequest, PostReadResponse, PreReadRequest, PreReadResponse, ProxiedAuthz,
 };
 use larch_proto::frame::{frame, Frame};
 use larch_proto::{
@@ -43,7 +42,6 @@ use larch_server::ops::{
 };
 use larch_server::response::{CollectSink, ResponseSink};
 use larch_server::search::{prepare, PagedSearches, SearchContext};
-use larch_store::wal::SyncPolicy;
 
 const BASE: &str = "dc=example,dc=com";
 const ADMIN: &str = "cn=admin,dc=example,dc=com";
@@ -95,9 +93,7 @@ by = [{ who = "*", access = "read" }]
 
 type Attrs = BTreeMap<String, Vec<String>>;
 
-/// A control to send: OID, criticality, encoded value.
-type TestControl = (&'static str, bool, Option<Vec<u8>>);
-
+/// The control `value` encoded, to send.
 fn control<'v, T: ControlValue<'v>>(value: &T, critical: bool) -> TestControl {
     let mut buf = Vec::new();
     let has = value.encode_value(&mut buf);
@@ -141,24 +137,10 @@ fn with_request<R>(
     kind: OpKind,
     f: impl FnOnce(ProtocolOp<'_>, &RequestControls<'_>) -> Result<R, OpError>,
 ) -> Result<R, OpError> {
-    let raw: Vec<Control<'_>> = controls
-        .iter()
-        .map(|(oid, critical, value)| Control {
-            oid: oid.as_bytes(),
-            critical: *critical,
-            value: value.as_deref(),
-        })
-        .collect();
-    let msg = LdapMessage {
-        message_id: 7,
-        op,
-        controls: (!raw.is_empty()).then(|| SeqOf::from_items(&raw)),
-    };
-    let mut buf = Vec::new();
-    msg.encode(&mut buf);
-    let decoded = LdapMessage::decode(&buf).unwrap();
-    let parsed = RequestControls::parse(decoded.controls, kind)?;
-    f(decoded.op, &parsed)
+    with_decoded(op, controls, |decoded| {
+        let parsed = RequestControls::parse(decoded.controls, kind)?;
+        f(decoded.op, &parsed)
+    })
 }
 
 fn s(b: &[u8]) -> String {
@@ -223,19 +205,9 @@ impl Harness {
     /// bob and carol (each with a userPassword), the group editors (carol), ou=secret with
     /// one entry.
     fn new(access: &str) -> Harness {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "larch-access-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
+        let path = fresh_data_dir("access");
         let mut config = ServerConfig::from_toml_str(access).unwrap();
-        config.server.data_dir = path.clone();
-        config.store.sync = SyncPolicy::None;
-        config.store.snapshot_interval = None;
-        config.store.snapshot_after_records = None;
-        config.directory.admin_password_env = "LARCH_ACCESS_TEST_PASSWORD_UNSET".to_string();
+        test_store(&mut config, path.clone());
         let (dir, _) = Directory::open(config).unwrap();
         let h = Harness {
             dir: Arc::new(dir),

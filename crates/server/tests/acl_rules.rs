@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::check_entry;
@@ -28,9 +27,10 @@ use larch_server::config::ServerConfig;
 use larch_server::directory::Directory;
 use larch_server::identity::Identity;
 use larch_server::opattrs::{on_add, OpStamp};
-use larch_store::wal::SyncPolicy;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+mod common;
+use common::{fresh_data_dir, test_store};
 
 // ---------------------------------------------------------------------------------------
 // The compiler's refusals.
@@ -456,19 +456,9 @@ fn entries() -> Vec<(String, Vec<(&'static str, &'static str)>)> {
 }
 
 fn fixture() -> Fx {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "larch-acl-rules-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&path);
+    let path = fresh_data_dir("acl-rules");
     let mut config = ServerConfig::default();
-    config.server.data_dir = path.clone();
-    config.store.sync = SyncPolicy::None;
-    config.store.snapshot_interval = None;
-    config.store.snapshot_after_records = None;
-    config.directory.admin_password_env = "LARCH_ACL_RULES_TEST_PASSWORD_UNSET".to_string();
+    test_store(&mut config, path.clone());
     let (dir, _) = Directory::open(config).unwrap();
     let schema = dir.schema.clone();
     let mut items = Vec::new();

@@ -14,10 +14,9 @@
 
 mod common;
 
-use common::{with_add, with_modify};
+use common::{fresh_data_dir, test_store, with_add, with_modify};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use larch_model::dn::NormDn;
@@ -36,7 +35,6 @@ use larch_server::ops::{
     apply_add, apply_modify, apply_password_modify, prepare_add, prepare_modify, prepare_password_modify,
     WriteContext,
 };
-use larch_store::wal::SyncPolicy;
 use proptest::prelude::*;
 
 // ------------------------------------------------------------------------------ vectors
@@ -319,18 +317,9 @@ static CLIENT: Client = Client {
 
 impl Harness {
     fn open(scheme: DefaultScheme) -> Harness {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "larch-passwords-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
+        let path = fresh_data_dir("passwords");
         let mut config = ServerConfig::default();
-        config.server.data_dir = path.clone();
-        config.store.sync = SyncPolicy::None;
-        config.store.snapshot_interval = None;
-        config.store.snapshot_after_records = None;
+        test_store(&mut config, path.clone());
         config.password.default_scheme = scheme;
         let (dir, _) = Directory::open(config).unwrap();
         let h = Harness {

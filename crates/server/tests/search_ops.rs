@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -29,7 +28,9 @@ use larch_server::opattrs::{on_add, OpStamp};
 use larch_server::response::{CollectSink, ResponseSink};
 use larch_server::search::sort::{parse_keys, sort_ids, sort_ids_by_values};
 use larch_server::search::{prepare, referral_above, PagedSearches, SearchContext, MAX_PAGED_SEARCHES};
-use larch_store::wal::SyncPolicy;
+mod common;
+use common::{fresh_data_dir, test_store};
+
 use proptest::prelude::*;
 
 const SUFFIX: &str = "dc=example,dc=com";
@@ -52,19 +53,9 @@ impl Drop for Fx {
 }
 
 fn fixture_with(tweak: impl FnOnce(&mut ServerConfig)) -> Fx {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "larch-search-ops-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&path);
+    let path = fresh_data_dir("search-ops");
     let mut config = ServerConfig::default();
-    config.server.data_dir = path.clone();
-    config.store.sync = SyncPolicy::None;
-    config.store.snapshot_interval = None;
-    config.store.snapshot_after_records = None;
-    config.directory.admin_password_env = "LARCH_SEARCH_OPS_TEST_PASSWORD_UNSET".to_string();
+    test_store(&mut config, path.clone());
     tweak(&mut config);
     let (dir, _) = Directory::open(config).unwrap();
     Fx {

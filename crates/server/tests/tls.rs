@@ -31,7 +31,9 @@ use larch_server::dse::root::root_dse;
 use larch_server::identity::Identity;
 use larch_server::net::Bound;
 use larch_server::tls::{demo, server_config, TlsError, TlsState};
-use larch_store::wal::SyncPolicy;
+
+mod common;
+use common::test_store;
 use rcgen::{
     date_time_ymd, BasicConstraints, CertificateParams, DistinguishedName, DnType, DnValue, IsCa, Issuer,
     KeyPair, KeyUsagePurpose, SerialNumber,
@@ -518,11 +520,7 @@ struct Fx {
 fn directory(tweak: impl FnOnce(&mut ServerConfig)) -> Fx {
     let temp = Temp::new("dir");
     let mut config = ServerConfig::default();
-    config.server.data_dir = temp.0.join("data");
-    config.store.sync = SyncPolicy::None;
-    config.store.snapshot_interval = None;
-    config.store.snapshot_after_records = None;
-    config.directory.admin_password_env = "LARCH_TLS_TEST_PASSWORD_UNSET".to_string();
+    test_store(&mut config, temp.0.join("data"));
     tweak(&mut config);
     let (dir, startup) = Directory::open(config).unwrap();
     Fx {
@@ -809,11 +807,7 @@ struct Server {
 impl Server {
     fn start(temp: Temp, tweak: impl FnOnce(&mut ServerConfig)) -> Server {
         let mut config = ServerConfig::default();
-        config.server.data_dir = temp.0.join("data");
-        config.store.sync = SyncPolicy::None;
-        config.store.snapshot_interval = None;
-        config.store.snapshot_after_records = None;
-        config.directory.admin_password_env = "LARCH_TLS_TEST_PASSWORD_UNSET".to_string();
+        test_store(&mut config, temp.0.join("data"));
         // Port 0: the system picks; `run` reports the ports.
         config.server.listen = vec![
             ListenUrl {

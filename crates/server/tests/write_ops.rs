@@ -7,20 +7,19 @@
 
 mod common;
 
-use common::{with_add, with_modify};
+use common::{fresh_data_dir, test_store, with_add, with_decoded, with_modify, TestControl};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use larch_model::dn::NormDn;
 use larch_proto::controls::{
-    Assertion, Control, ControlValue, PermissiveModify, PostReadRequest, PostReadResponse, PreReadRequest,
+    Assertion, ControlValue, PermissiveModify, PostReadRequest, PostReadResponse, PreReadRequest,
     PreReadResponse, SubtreeDelete,
 };
 use larch_proto::{
-    AttributeValueAssertion, CompareRequest, DelRequest, LdapMessage, ModifyDnRequest, ModifyOperation,
-    OwnedFilter, ProtocolOp, ResultCode, SearchResultEntry, SeqOf,
+    AttributeValueAssertion, CompareRequest, DelRequest, ModifyDnRequest, ModifyOperation, OwnedFilter,
+    ProtocolOp, ResultCode, SearchResultEntry, SeqOf,
 };
 use larch_server::client::Client;
 use larch_server::config::ServerConfig;
@@ -33,7 +32,6 @@ use larch_server::ops::{
     prepare_modify, prepare_modify_dn, PreparedAdd, PreparedDelete, PreparedModify, PreparedModifyDn,
     WriteContext,
 };
-use larch_store::wal::SyncPolicy;
 use larch_store::WriteTxn;
 use proptest::prelude::*;
 
@@ -46,9 +44,7 @@ static CLIENT: Client = Client {
     tls: false,
 };
 
-/// A control to send: OID, criticality, encoded value.
-type TestControl = (&'static str, bool, Option<Vec<u8>>);
-
+/// The control `value` encoded, to send.
 fn control<'v, T: ControlValue<'v>>(value: &T) -> TestControl {
     let mut buf = Vec::new();
     let has = value.encode_value(&mut buf);
@@ -131,32 +127,18 @@ fn with_request<R>(
     controls: &[TestControl],
     f: impl FnOnce(ProtocolOp<'_>, &RequestControls<'_>) -> R,
 ) -> R {
-    let raw: Vec<Control<'_>> = controls
-        .iter()
-        .map(|(oid, critical, value)| Control {
-            oid: oid.as_bytes(),
-            critical: *critical,
-            value: value.as_deref(),
-        })
-        .collect();
-    let msg = LdapMessage {
-        message_id: 7,
-        op,
-        controls: (!raw.is_empty()).then(|| SeqOf::from_items(&raw)),
-    };
-    let mut buf = Vec::new();
-    msg.encode(&mut buf);
-    let decoded = LdapMessage::decode(&buf).unwrap();
-    let kind = match decoded.op {
-        ProtocolOp::AddRequest(_) => OpKind::Add,
-        ProtocolOp::DelRequest(_) => OpKind::Delete,
-        ProtocolOp::ModifyRequest(_) => OpKind::Modify,
-        ProtocolOp::ModifyDnRequest(_) => OpKind::ModifyDn,
-        ProtocolOp::CompareRequest(_) => OpKind::Compare,
-        _ => OpKind::Other,
-    };
-    let parsed = RequestControls::parse(decoded.controls, kind).unwrap();
-    f(decoded.op, &parsed)
+    with_decoded(op, controls, |decoded| {
+        let kind = match decoded.op {
+            ProtocolOp::AddRequest(_) => OpKind::Add,
+            ProtocolOp::DelRequest(_) => OpKind::Delete,
+            ProtocolOp::ModifyRequest(_) => OpKind::Modify,
+            ProtocolOp::ModifyDnRequest(_) => OpKind::ModifyDn,
+            ProtocolOp::CompareRequest(_) => OpKind::Compare,
+            _ => OpKind::Other,
+        };
+        let parsed = RequestControls::parse(decoded.controls, kind).unwrap();
+        f(decoded.op, &parsed)
+    })
 }
 
 type Apply<P> = fn(&mut WriteTxn<'_>, &WriteContext<'_>, P) -> Result<Vec<ResponseControl>, OpError>;
@@ -197,19 +179,10 @@ impl Harness {
     /// With extra suffixes and access rules (`[[access]]` tables in TOML; empty: the
     /// default policy).
     fn with_config(extra: &[&str], access: &str) -> Harness {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "larch-write-ops-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
+        let path = fresh_data_dir("write-ops");
         let mut config = ServerConfig::from_toml_str(access).unwrap();
-        config.server.data_dir = path.clone();
+        test_store(&mut config, path.clone());
         config.directory.extra_suffixes = extra.iter().map(|s| s.to_string()).collect();
-        config.store.sync = SyncPolicy::None;
-        config.store.snapshot_interval = None;
-        config.store.snapshot_after_records = None;
         let (dir, _startup) = Directory::open(config).unwrap();
         Harness {
             dir: Arc::new(dir),
