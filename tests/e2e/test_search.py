@@ -7,7 +7,7 @@ import ldap3
 import pytest
 
 import ldapwire
-from ldaputil import (MANAGE_DSA_IT, add_ok, assert_diagnostic, assert_result, attr_names, dns_of,
+from ldaputil import (MANAGE_DSA_IT, add_ok, assert_diagnostic, assert_result, attr_names, connect, dns_of,
                       ldif_entry, ldapadd_ok, raw_attr_names, raw_search, search_entries, values)
 
 USER_ATTRS = {"objectclass", "cn", "sn", "description"}
@@ -347,6 +347,48 @@ def test_update_below_a_referral_gives_referral(admin, referral):
     assert_result(admin, "referral")
     assert admin.result["dn"].lower() == ref
     assert admin.result["referrals"]
+
+
+def test_writes_at_or_below_a_referral_without_write_access_give_referral(server, admin, referral):
+    """RFC 3296: without ManageDsaIT an update whose target is a referral entry or lies below
+    one gets a referral; Larch checks this before access control, for every update, so a
+    user who may not write there is told where the entry is held rather than
+    insufficientAccessRights (50). slapd's back-mdb does the same for modify, for the delete
+    of an entry below the referral and for compare, but checks the parent's access first for
+    an add below the referral entry, a rename below it and the delete of the referral entry
+    itself."""
+    subtree, ref = referral
+    user = f"uid=alice,{subtree}"
+    add_ok(admin, user, {"objectClass": ["inetOrgPerson"], "uid": "alice", "cn": "Alice",
+                         "sn": "Liddell", "userPassword": "alice-pw"})
+    conn = connect(server, user, "alice-pw")
+    assert_result(conn, "success")
+    below = f"cn=x,{ref}"
+    access_first = "insufficientAccessRights" if server.kind == "slapd" else "referral"
+    cases = [
+        ("add below", lambda: conn.add(below, attributes={"objectClass": ["person"], "sn": "x"}),
+         access_first),
+        ("modify below", lambda: conn.modify(below, {"sn": [(ldap3.MODIFY_REPLACE, ["y"])]}), "referral"),
+        ("delete below", lambda: conn.delete(below), "referral"),
+        ("rename below", lambda: conn.modify_dn(below, "cn=y"), access_first),
+        ("modify the referral entry",
+         lambda: conn.modify(ref, {"description": [(ldap3.MODIFY_REPLACE, ["y"])]}), "referral"),
+        ("delete the referral entry", lambda: conn.delete(ref), access_first),
+        ("compare below", lambda: conn.compare(below, "sn", "x"), "referral"),
+    ]
+    for what, op, expected in cases:
+        op()
+        assert conn.result["description"] == expected, (what, conn.result)
+        if expected == "referral":
+            assert conn.result["dn"].lower() == ref, (what, conn.result)
+            assert all(u.startswith("ldap://other.example.com/") for u in conn.result["referrals"]), what
+    # With ManageDsaIT the referral entry is an ordinary entry: the access check refuses.
+    conn.modify(ref, {"description": [(ldap3.MODIFY_REPLACE, ["y"])]}, controls=[MANAGE_DSA_IT])
+    assert_result(conn, "insufficientAccessRights")
+    # Outside the referral, the write is refused as before.
+    conn.add(f"cn=x,{subtree}", attributes={"objectClass": ["person"], "sn": "x"})
+    assert_result(conn, "insufficientAccessRights")
+    conn.unbind()
 
 
 def test_anonymous_reads_the_same_entries(anon, admin, tree):

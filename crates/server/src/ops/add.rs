@@ -56,13 +56,6 @@ pub struct PreparedAdd {
     reads: ReadControls,
 }
 
-impl PreparedAdd {
-    /// The entry to add (without its operational attributes yet).
-    pub fn entry(&self) -> &Entry {
-        &self.entry
-    }
-}
-
 /// Parses and checks an AddRequest (see the module documentation).
 pub fn prepare_add(
     ctx: &WriteContext<'_>,

@@ -47,13 +47,6 @@ pub struct PreparedDelete {
     reads: ReadControls,
 }
 
-impl PreparedDelete {
-    /// The normalized DN of the entry to delete.
-    pub fn norm_dn(&self) -> &NormDn {
-        &self.norm
-    }
-}
-
 /// Parses and checks a DelRequest (see the module documentation).
 pub fn prepare_delete(
     ctx: &WriteContext<'_>,

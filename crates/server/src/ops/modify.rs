@@ -50,13 +50,6 @@ pub struct PreparedModify {
     reads: ReadControls,
 }
 
-impl PreparedModify {
-    /// The normalized DN of the entry to modify.
-    pub fn norm_dn(&self) -> &NormDn {
-        &self.norm
-    }
-}
-
 /// Parses and checks a ModifyRequest (see the module documentation).
 pub fn prepare_modify(
     ctx: &WriteContext<'_>,

@@ -65,18 +65,6 @@ pub struct PreparedModifyDn {
     reads: ReadControls,
 }
 
-impl PreparedModifyDn {
-    /// The normalized DN of the entry to rename.
-    pub fn norm_dn(&self) -> &NormDn {
-        &self.norm
-    }
-
-    /// The normalized DN it will have.
-    pub fn new_norm_dn(&self) -> &NormDn {
-        &self.new_norm
-    }
-}
-
 fn invalid_dn(what: &str, text: &[u8], e: impl std::fmt::Display) -> OpError {
     OpError::new(
         ResultCode::INVALID_DN_SYNTAX,

@@ -43,6 +43,18 @@ pub fn referral_above(version: &Version, dn: &NormDn, dn_text: &str) -> Option<O
     referral_at_or_above(version, &referrals, dn, dn_text, None)
 }
 
+/// [`referral_above`] for a DN as the client wrote it: `None` when it does not parse (the
+/// operation then reports invalidDNSyntax itself). Only parsed when the directory holds a
+/// referral entry at all.
+pub fn referral_above_text(version: &Version, schema: &Schema, dn_text: &[u8]) -> Option<OpError> {
+    let referrals = ClassSet::new(version, REFERRAL_CLASS)?;
+    if referrals.is_known_empty() {
+        return None;
+    }
+    let dn = NormDn::from_text(dn_text, schema).ok()?;
+    referral_at_or_above(version, &referrals, &dn, &String::from_utf8_lossy(dn_text), None)
+}
+
 /// [`referral_above`] with the class set already resolved and a scope for the URLs.
 pub(crate) fn referral_at_or_above(
     version: &Version,

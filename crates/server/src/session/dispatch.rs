@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use larch_model::dn::NormDn;
 use larch_proto::ber::{tag, Reader};
 use larch_proto::exop::{
     self, notice_of_disconnection as notice, CancelRequest, ExtendedValue, WhoAmIResponse,
@@ -23,7 +22,7 @@ use crate::error::OpError;
 use crate::identity::Identity;
 use crate::ops::{self, WriteContext};
 use crate::response::{write_error, write_message, write_success, ResponseSink};
-use crate::search::referral::referral_above;
+use crate::search::referral::referral_above_text;
 use crate::search::{self, SearchContext};
 
 /// Octets a search on a worker thread gathers before handing them to the writer.
@@ -287,12 +286,8 @@ impl Session {
                     };
                     let version = self.reader.current();
                     if !controls.manage_dsa_it {
-                        if let Ok(norm) = NormDn::from_text(req.entry, &*self.dir.schema) {
-                            if let Some(e) =
-                                referral_above(version, &norm, &String::from_utf8_lossy(req.entry))
-                            {
-                                return Err(e);
-                            }
+                        if let Some(e) = referral_above_text(version, &self.dir.schema, req.entry) {
+                            return Err(e);
                         }
                     }
                     ops::compare::compare(&self.dir, version, identity, &self.client, &req, &controls)
@@ -310,7 +305,6 @@ impl Session {
                     OpKind::Add,
                     req.entry,
                     |ctx, c| ops::add::prepare_add(ctx, &req, c),
-                    |p| &p.entry().norm_dn,
                 );
                 match prepared {
                     Ok((p, identity)) => {
@@ -328,7 +322,6 @@ impl Session {
                     OpKind::Delete,
                     req.dn,
                     |ctx, c| ops::delete::prepare_delete(ctx, &req, c),
-                    |p| p.norm_dn(),
                 );
                 match prepared {
                     Ok((p, identity)) => {
@@ -346,7 +339,6 @@ impl Session {
                     OpKind::Modify,
                     req.object,
                     |ctx, c| ops::modify::prepare_modify(ctx, &req, c),
-                    |p| p.norm_dn(),
                 );
                 match prepared {
                     Ok((p, identity)) => {
@@ -364,7 +356,6 @@ impl Session {
                     OpKind::ModifyDn,
                     req.entry,
                     |ctx, c| ops::modify_dn::prepare_modify_dn(ctx, &req, c),
-                    |p| p.norm_dn(),
                 );
                 match prepared {
                     Ok((p, identity)) => {
@@ -413,16 +404,18 @@ impl Session {
 
     /// The common steps of a write before it goes to the store: its controls, the
     /// confidentiality policy (`confidentialityRequired`, 13), the identity it runs as
-    /// (proxied authorization), `prepare` on this connection (with its
-    /// early access check), and (without ManageDsaIT) a `referral` (10) when the target
-    /// DN is or lies below a referral entry.
+    /// (proxied authorization), then (without ManageDsaIT) a `referral` (10) when the
+    /// target DN is or lies below a referral entry, and last `prepare` on this connection
+    /// (with its early access check). The referral comes before the operation's own
+    /// checks, as slapd's frontend checks referrals before the backend runs the operation:
+    /// a client without write access there learns where the entry is held rather than
+    /// getting insufficientAccessRights.
     fn prepare_write<'m, P>(
         &mut self,
         controls: Option<larch_proto::SeqOf<'m, larch_proto::controls::Control<'m>>>,
         kind: OpKind,
         dn_text: &[u8],
         prepare: impl FnOnce(&WriteContext<'_>, &RequestControls<'m>) -> Result<P, OpError>,
-        target: impl FnOnce(&P) -> &NormDn,
     ) -> Result<(P, Arc<Identity>), OpError> {
         let controls = RequestControls::parse(controls, kind)?;
         confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
@@ -432,18 +425,17 @@ impl Session {
         } else {
             self.identity.clone()
         };
+        if !controls.manage_dsa_it {
+            if let Some(e) = referral_above_text(self.reader.current(), &self.dir.schema, dn_text) {
+                return Err(e);
+            }
+        }
         let ctx = WriteContext {
             dir: &self.dir,
             identity: &identity,
             client: &self.client,
         };
         let prepared = prepare(&ctx, &controls)?;
-        if !controls.manage_dsa_it {
-            let version = self.reader.current();
-            if let Some(e) = referral_above(version, target(&prepared), &String::from_utf8_lossy(dn_text)) {
-                return Err(e);
-            }
-        }
         Ok((prepared, identity))
     }
 
