@@ -134,6 +134,25 @@ def test_idle_timeout(limited):
         c.close()
 
 
+def test_a_connection_in_use_is_not_idle(limited):
+    """Requests every 0.3 s for three times the idle timeout: each is answered (the idle
+    time counts from the last request); then silence closes the connection."""
+    c = w.RawConnection(limited.host, limited.port, timeout=IDLE_CLOSE_DEADLINE_S)
+    try:
+        started = time.monotonic()
+        msgid = 0
+        while time.monotonic() - started < 3.0:
+            msgid += 1
+            assert_result(c.request(msgid, w.whoami())[-1], "success")
+            time.sleep(0.3)
+        m = c.recv(timeout=IDLE_CLOSE_DEADLINE_S)
+        if m is not None:
+            assert m.msgid == 0 and m.response_name == w.NOTICE_OF_DISCONNECTION_OID, m
+            assert c.recv(timeout=IDLE_CLOSE_DEADLINE_S) is None
+    finally:
+        c.close()
+
+
 @pytest.mark.larch_only("slapd has no limit on connections per client address")
 def test_max_connections_per_ip(make_extra_server):
     srv = make_extra_server(larch_extra_toml="\n[limits]\nmax_connections_per_ip = 3\n")

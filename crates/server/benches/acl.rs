@@ -153,6 +153,7 @@ fn bench_search(c: &mut Criterion, dir: &Directory, name: &str, who: &Identity, 
                 version: &version,
                 identity: who,
                 client: &client,
+                last_base: None,
             };
             sink.buf().clear();
             let p = prepare(&ctx, &req, &RequestControls::default(), &paged).unwrap();

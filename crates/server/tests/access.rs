@@ -486,6 +486,7 @@ impl Harness {
             version: &version,
             identity: &who.identity,
             client: &who.client,
+            last_base: None,
         };
         let mut sink = CollectSink::default();
         match prepare(&ctx, &req, &RequestControls::default(), &self.paged) {
@@ -657,6 +658,7 @@ fn default_policy_compare_and_bind() {
         &h.dir.acl,
         &version,
         &alice,
+        None,
         &Client::default(),
         h.dir.user_password,
     )
@@ -1038,15 +1040,27 @@ by = [{ who = "*", access = "read" }]
     refused(h.describe(&h.user(BOB), ALICE, "no address"), &[BOB]);
     // Binds: auth only from loopback; the admin is exempt.
     let version = h.dir.store.current();
+    // Checked both ways: with the entry the bind found, and looking the DN up.
     let bind = |ip: &str, dn: &str| {
         let client = Client::plain(SocketAddr::new(ip.parse().unwrap(), 40000));
-        check_bind(
-            &h.dir.acl,
-            &version,
-            &h.identity(dn),
-            &client,
-            h.dir.user_password,
-        )
+        let identity = h.identity(dn);
+        let found = identity.norm_dn().and_then(|n| version.find(n));
+        let check = |entry| {
+            check_bind(
+                &h.dir.acl,
+                &version,
+                &identity,
+                entry,
+                &client,
+                h.dir.user_password,
+            )
+        };
+        let (looked_up, given) = (check(None), check(found));
+        assert_eq!(
+            looked_up.as_ref().err().map(|e| e.code),
+            given.as_ref().err().map(|e| e.code)
+        );
+        given
     };
     assert!(bind("127.0.0.1", ALICE).is_ok());
     let e = bind("10.0.0.1", ALICE).unwrap_err();

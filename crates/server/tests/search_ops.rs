@@ -365,6 +365,7 @@ fn search_with(fx: &Fx, id: &Identity, r: &Req, ctls: &[Ctl], sink: &mut dyn Res
         version: &version,
         identity: id,
         client: &larch_server::client::Client::default(),
+        last_base: None,
     };
     let mut answer = Answer::default();
     match prepare(&ctx, &request, &rc, &fx.paged) {

@@ -129,6 +129,19 @@ impl EntryRecord {
             .unwrap_or("")
     }
 
+    /// The RDN's octets as the client wrote it, without the UTF-8 check [`Self::rdn`]
+    /// makes (every record holds UTF-8 there: [`Self::new`] takes `&str`,
+    /// [`Self::from_bytes`] checks).
+    pub fn rdn_bytes(&self) -> &[u8] {
+        parts(&self.0).map_or(&[][..], |p| p.rdn)
+    }
+
+    /// The normalized RDN's octets, without the UTF-8 check [`Self::norm_rdn`] makes (for
+    /// comparisons).
+    pub fn norm_rdn_bytes(&self) -> &[u8] {
+        parts(&self.0).map_or(&[][..], |p| p.norm_rdn)
+    }
+
     /// The attributes.
     pub fn attrs(&self) -> StoredRef<'_> {
         StoredRef::new(parts(&self.0).map_or(&[][..], |p| p.attrs))
@@ -161,6 +174,8 @@ mod tests {
         assert_eq!(r.parent(), 7);
         assert_eq!(r.rdn(), "uid=Ann");
         assert_eq!(r.norm_rdn(), "uid=ann");
+        assert_eq!(r.rdn_bytes(), b"uid=Ann");
+        assert_eq!(r.norm_rdn_bytes(), b"uid=ann");
         assert_eq!(r.attrs().attributes().count(), 0);
         assert_eq!(EntryRecord::from_bytes(r.as_bytes()).unwrap(), r);
         for len in 0..r.as_bytes().len() - 1 {

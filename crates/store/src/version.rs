@@ -234,14 +234,15 @@ impl Version {
 
     /// The entry's DN as clients wrote its RDNs.
     pub fn dn(&self, id: EntryId) -> String {
-        let mut out = String::with_capacity(64);
+        // Octets first and one UTF-8 check at the end: cheaper than one per RDN.
+        let mut out = Vec::with_capacity(64);
         for (i, r) in self.chain(id).enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            out.push_str(r.rdn());
+            out.extend_from_slice(r.rdn_bytes());
         }
-        out
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 
     /// The entry's normalized DN.
@@ -262,7 +263,7 @@ impl Version {
         set.iter().find(|&id| {
             self.entries
                 .get(id)
-                .is_some_and(|r| r.parent() == parent && r.norm_rdn() == norm_rdn)
+                .is_some_and(|r| r.parent() == parent && r.norm_rdn_bytes() == norm_rdn.as_bytes())
         })
     }
 
@@ -278,9 +279,9 @@ impl Version {
         let mut best: Option<(EntryId, usize)> = None;
         for id in self.naming_contexts().iter() {
             let Some(r) = self.entries.get(id) else { continue };
-            let ctx = r.norm_rdn();
-            let fits = s == ctx
-                || (s.len() > ctx.len() && s.ends_with(ctx) && s.as_bytes()[s.len() - ctx.len() - 1] == b',');
+            let (s, ctx) = (s.as_bytes(), r.norm_rdn_bytes());
+            let fits =
+                s == ctx || (s.len() > ctx.len() && s.ends_with(ctx) && s[s.len() - ctx.len() - 1] == b',');
             if fits && best.is_none_or(|(_, len)| ctx.len() > len) {
                 best = Some((id, ctx.len()));
             }

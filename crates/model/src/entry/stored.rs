@@ -340,8 +340,12 @@ impl<'a> StoredRef<'a> {
 fn read_attribute(bytes: &[u8], mut pos: usize) -> Option<(StoredAttribute<'_>, usize)> {
     let ty = u32::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
     let options_len = usize::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
-    let options = bytes.get(pos..pos.checked_add(options_len)?)?;
-    let options = std::str::from_utf8(options).ok()?;
+    // Nearly every attribute has no options: no UTF-8 check for those.
+    let options = if options_len == 0 {
+        ""
+    } else {
+        std::str::from_utf8(bytes.get(pos..pos.checked_add(options_len)?)?).ok()?
+    };
     pos += options_len;
     let run_len = usize::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
     let values_ber = bytes.get(pos..pos.checked_add(run_len)?)?;

@@ -322,11 +322,14 @@ impl<'a> OpAccess<'a> {
 /// `userPassword`): the client, anonymous until the Bind succeeds (as slapd evaluates it),
 /// needs `auth` on the entry's `userPassword`; else `invalidCredentials` (49), the answer
 /// every failed Bind gets. The configured admin is exempt (as OpenLDAP's rootdn), so no
-/// rule set can lock it out.
+/// rule set can lock it out. `entry` is the entry the bind found, when the caller has it
+/// (entry IDs are never reused, so a newer `version` holds the same entry or none); else
+/// the identity's DN is looked up.
 pub fn check_bind(
     rules: &AccessRules,
     version: &Version,
     identity: &Identity,
+    entry: Option<EntryId>,
     client: &Client,
     user_password: AttributeTypeId,
 ) -> Result<(), OpError> {
@@ -338,7 +341,7 @@ pub fn check_bind(
     };
     let anonymous = Identity::Anonymous;
     let requester = rules.requester(&anonymous, client, version);
-    let allowed = version.find(norm).is_some_and(|id| {
+    let allowed = entry.or_else(|| version.find(norm)).is_some_and(|id| {
         EntryAccess::new(rules, &requester, Target::Stored { version, id })
             .allows(What::Attribute(user_password), Privileges::AUTH)
     });

@@ -31,7 +31,7 @@
 
 use larch_model::dn::NormDn;
 use larch_proto::{Authentication, BindRequest, ResultCode};
-use larch_store::Version;
+use larch_store::{EntryId, Version};
 use rustls_pki_types::CertificateDer;
 
 use crate::auth::{confidentiality, password, sasl};
@@ -62,6 +62,8 @@ pub struct PasswordCheck {
     stored: Vec<Vec<u8>>,
     /// Who the connection becomes on success (`None`: no such entry).
     identity: Option<Identity>,
+    /// The entry found, in the version the bind looked it up in.
+    entry: Option<EntryId>,
     settings: PasswordSettings,
 }
 
@@ -73,6 +75,12 @@ impl PasswordCheck {
             .iter()
             .take(password::MAX_VALUES_CHECKED)
             .any(|v| password::is_slow(v))
+    }
+
+    /// The entry the bind names, when it exists (the access check after the password
+    /// check reads it without a second lookup).
+    pub fn entry(&self) -> Option<EntryId> {
+        self.entry
     }
 
     /// Checks the password: the identity, or `invalidCredentials` (49).
@@ -174,6 +182,7 @@ pub(crate) fn simple(
         given: given.to_vec(),
         stored: Vec::new(),
         identity: None,
+        entry: None,
         settings: dir.config.password.clone(),
     };
     if name.len() > MAX_BIND_DN_BYTES {
@@ -194,6 +203,7 @@ pub(crate) fn simple(
         .take(password::MAX_VALUES_CHECKED)
         .collect();
     let admin = norm == dir.admin_dn;
+    check.entry = Some(id);
     check.identity = Some(Identity::Dn {
         dn: version.dn(id),
         norm,

@@ -37,6 +37,7 @@
 mod access;
 pub mod class;
 pub mod deref;
+mod last_base;
 pub mod paged;
 mod planner;
 pub mod referral;
@@ -50,6 +51,7 @@ pub use planner::{plan, Candidates, Plan, MAX_DESCRIPTION_LEN};
 pub use scope::{candidates_in_scope, in_scope, ScopeIter};
 pub use select::{write_partial_attribute, Selection, MAX_SELECTED};
 
+pub use last_base::{LastBase, MAX_CACHED_BASE};
 pub use paged::{PagedSearches, MAX_PAGED_SEARCHES};
 pub use referral::referral_above;
 pub use run::{prepare, PreparedSearch, SearchContext};

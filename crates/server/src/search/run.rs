@@ -86,7 +86,7 @@ use super::paged::{request_hash, PagedSearches};
 use super::referral::{continuation_uris, referral_error};
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
 use super::walk::{Candidates, Progress, SetSource, Source, Walker};
-use super::{plan, Candidates as Planned, Selection};
+use super::{plan, Candidates as Planned, LastBase, Selection};
 use crate::acl::{AccessRules, EntryAccess, Privileges, Target, What};
 use crate::client::Client;
 use crate::controls::{RequestControls, ResponseControl};
@@ -126,6 +126,8 @@ pub struct SearchContext<'a> {
     pub identity: &'a Identity,
     /// The client at the other end of the connection.
     pub client: &'a Client,
+    /// The connection's last normalized base, if it keeps one.
+    pub last_base: Option<&'a LastBase>,
 }
 
 /// A search resolved and planned, owning everything it needs (`Send + 'static`), so it can
@@ -325,7 +327,11 @@ fn prepare_search(
     let requester = dir.acl.requester(ctx.identity, ctx.client, v);
 
     // Step 2: base, attributes, filter, sort keys.
-    let base_norm = NormDn::from_text(req.base, schema).map_err(|e| {
+    let base_norm = match ctx.last_base {
+        Some(cache) => cache.normalize(req.base, schema),
+        None => NormDn::from_text(req.base, schema),
+    }
+    .map_err(|e| {
         OpError::new(
             ResultCode::INVALID_DN_SYNTAX,
             format!("invalid base DN `{}`: {e}", lossy(req.base)),

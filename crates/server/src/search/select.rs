@@ -123,6 +123,10 @@ impl Selection {
         readable: &mut dyn FnMut(AttributeTypeId) -> bool,
         out: &mut Vec<u8>,
     ) {
+        if self.is_empty() {
+            // `1.1`: nothing to walk (an authentication's search by uid asks for this).
+            return;
+        }
         let Some(entry) = version.entry(id) else {
             return;
         };

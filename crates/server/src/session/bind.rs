@@ -17,6 +17,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use larch_proto::{Authentication, BindRequest, ResultCode};
+use larch_store::EntryId;
 
 use super::Session;
 use crate::auth::bind::{stage, Staged};
@@ -26,9 +27,12 @@ use crate::error::OpError;
 use crate::identity::Identity;
 
 impl Session {
-    /// Runs a Bind (see the module documentation): the new identity, or the error to
-    /// answer.
-    pub(super) async fn run_bind(&mut self, req: &BindRequest<'_>) -> Result<Identity, OpError> {
+    /// Runs a Bind (see the module documentation): the new identity with the entry a
+    /// name/password bind found, or the error to answer.
+    pub(super) async fn run_bind(
+        &mut self,
+        req: &BindRequest<'_>,
+    ) -> Result<(Identity, Option<EntryId>), OpError> {
         let ip = self.client.addr.map(|a| a.ip());
         // A SASL bind (PLAIN checks a password) meets the throttle before anything else.
         let sasl = matches!(req.authentication, Authentication::Sasl { .. });
@@ -38,7 +42,7 @@ impl Session {
         let version = self.reader.current();
         let staged = stage(&self.dir, version, req, &self.client, self.peer_cert.as_ref());
         let check = match staged {
-            Ok(Staged::Done(identity)) => return Ok(identity),
+            Ok(Staged::Done(identity)) => return Ok((identity, None)),
             Ok(Staged::Check(check)) => check,
             Err(e) => {
                 self.count_failure(&e, ip);
@@ -48,6 +52,7 @@ impl Session {
         if !sasl {
             self.throttle(ip, "binds").await?;
         }
+        let entry = check.entry();
         let result = if check.is_slow() {
             tokio::task::spawn_blocking(move || gate::with_permit(|| check.run()))
                 .await
@@ -63,7 +68,7 @@ impl Session {
         if let Err(e) = &result {
             self.count_failure(e, ip);
         }
-        result
+        result.map(|identity| (identity, entry))
     }
 
     /// The failed-bind throttle's decision for a password check (`what`: "binds",

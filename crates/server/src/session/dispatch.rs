@@ -176,10 +176,17 @@ impl Session {
                 let all = self.permits.clone().acquire_many_owned(self.max_ops).await;
                 let result = match RequestControls::parse(msg.controls, OpKind::Bind) {
                     Ok(_) => match self.run_bind(&req).await {
-                        Ok(identity) => {
+                        Ok((identity, entry)) => {
                             let (dir, version) = (&self.dir, self.reader.current());
-                            check_bind(&dir.acl, version, &identity, &self.client, dir.user_password)
-                                .map(|()| identity)
+                            check_bind(
+                                &dir.acl,
+                                version,
+                                &identity,
+                                entry,
+                                &self.client,
+                                dir.user_password,
+                            )
+                            .map(|()| identity)
                         }
                         Err(e) => Err(e),
                     },
@@ -237,6 +244,7 @@ impl Session {
                     version: &version,
                     identity,
                     client: &self.client,
+                    last_base: Some(&self.last_base),
                 };
                 let prepared = match search::prepare(&ctx, &req, &controls, &self.paged) {
                     Ok(p) => p,
@@ -300,12 +308,9 @@ impl Session {
                 write_error(out, id, op_tag::COMPARE_RESPONSE, &done, &[]);
             }
             ProtocolOp::AddRequest(req) => {
-                let prepared = self.prepare_write(
-                    msg.controls,
-                    OpKind::Add,
-                    req.entry,
-                    |ctx, c| ops::add::prepare_add(ctx, &req, c),
-                );
+                let prepared = self.prepare_write(msg.controls, OpKind::Add, req.entry, |ctx, c| {
+                    ops::add::prepare_add(ctx, &req, c)
+                });
                 match prepared {
                     Ok((p, identity)) => {
                         self.submit(id, op_tag::ADD_RESPONSE, identity, move |txn, ctx| {
@@ -317,12 +322,9 @@ impl Session {
                 }
             }
             ProtocolOp::DelRequest(req) => {
-                let prepared = self.prepare_write(
-                    msg.controls,
-                    OpKind::Delete,
-                    req.dn,
-                    |ctx, c| ops::delete::prepare_delete(ctx, &req, c),
-                );
+                let prepared = self.prepare_write(msg.controls, OpKind::Delete, req.dn, |ctx, c| {
+                    ops::delete::prepare_delete(ctx, &req, c)
+                });
                 match prepared {
                     Ok((p, identity)) => {
                         self.submit(id, op_tag::DEL_RESPONSE, identity, move |txn, ctx| {
@@ -334,12 +336,9 @@ impl Session {
                 }
             }
             ProtocolOp::ModifyRequest(req) => {
-                let prepared = self.prepare_write(
-                    msg.controls,
-                    OpKind::Modify,
-                    req.object,
-                    |ctx, c| ops::modify::prepare_modify(ctx, &req, c),
-                );
+                let prepared = self.prepare_write(msg.controls, OpKind::Modify, req.object, |ctx, c| {
+                    ops::modify::prepare_modify(ctx, &req, c)
+                });
                 match prepared {
                     Ok((p, identity)) => {
                         self.submit(id, op_tag::MODIFY_RESPONSE, identity, move |txn, ctx| {
@@ -351,12 +350,9 @@ impl Session {
                 }
             }
             ProtocolOp::ModifyDnRequest(req) => {
-                let prepared = self.prepare_write(
-                    msg.controls,
-                    OpKind::ModifyDn,
-                    req.entry,
-                    |ctx, c| ops::modify_dn::prepare_modify_dn(ctx, &req, c),
-                );
+                let prepared = self.prepare_write(msg.controls, OpKind::ModifyDn, req.entry, |ctx, c| {
+                    ops::modify_dn::prepare_modify_dn(ctx, &req, c)
+                });
                 match prepared {
                     Ok((p, identity)) => {
                         self.submit(id, op_tag::MODIFY_DN_RESPONSE, identity, move |txn, ctx| {

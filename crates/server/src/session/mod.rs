@@ -37,6 +37,7 @@ mod writer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use larch_proto::frame::{frame, Frame};
 use larch_proto::LdapMessage;
@@ -49,7 +50,7 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 use crate::client::Client;
 use crate::directory::Directory;
 use crate::identity::Identity;
-use crate::search::PagedSearches;
+use crate::search::{LastBase, PagedSearches};
 use inflight::InFlight;
 use stream::Conn;
 
@@ -122,6 +123,8 @@ pub(crate) struct Session {
     peer_cert: Option<CertificateDer<'static>>,
     /// Set when StartTLS succeeded: the handshake follows once the response is sent.
     start_tls: bool,
+    /// The last search base normalized on this connection.
+    last_base: LastBase,
 }
 
 /// Serves one accepted connection from `peer` until it closes. `closing` lets the server
@@ -177,35 +180,50 @@ pub async fn serve(
         stop_reading: false,
         peer_cert,
         start_tls: false,
+        last_base: LastBase::default(),
     };
     let mut draining = ctx.draining;
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut start = 0usize;
     let max_pdu = limits.max_pdu_bytes;
+    // The futures a read races against live as long as the connection, so a read does not
+    // register and cancel a timer and two wake-ups each time. The idle timer is moved
+    // lazily: it fires `idle_timeout` after the read that armed it, and a connection that
+    // read since then is given the rest of its time from its last read.
+    let closed = closing.closed();
+    let drained = draining.changed();
+    let idle_timeout = limits.idle_timeout;
+    let idle = tokio::time::sleep(idle_timeout.unwrap_or(Duration::ZERO));
+    tokio::pin!(closed, drained, idle);
+    let mut last_read = Instant::now();
     loop {
         if buf.len() == buf.capacity() {
             buf.reserve(READ_CHUNK);
         }
-        let idle = async {
-            match limits.idle_timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending::<()>().await,
-            }
-        };
         let read = tokio::select! {
             r = rd.read_buf(&mut buf) => r,
-            _ = closing.closed() => break,
-            _ = draining.changed() => break,
-            _ = idle => {
-                if session.inflight.is_empty() {
-                    break;
+            _ = &mut closed => break,
+            _ = &mut drained => break,
+            _ = &mut idle, if idle_timeout.is_some() => {
+                let t = idle_timeout.unwrap_or_default();
+                let now = Instant::now();
+                if now.duration_since(last_read) >= t {
+                    if session.inflight.is_empty() {
+                        break;
+                    }
+                    // Operations still run: wait a whole period more.
+                    last_read = now;
                 }
+                idle.as_mut().reset((last_read + t).into());
                 continue;
             }
         };
         match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
+        }
+        if idle_timeout.is_some() {
+            last_read = Instant::now();
         }
         let mut out = Vec::new();
         loop {
