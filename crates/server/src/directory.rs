@@ -36,6 +36,7 @@ use crate::auth::throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
+use crate::search::class::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
 use crate::tls::{TlsError, TlsState};
 
 /// The server ID in CSNs (`sid`); 0 until replication gives servers their own.
@@ -105,6 +106,10 @@ pub struct Directory {
     pub bind_throttle: BindThrottle,
     /// The compiled access rules (the default policy when the configuration has none).
     pub acl: AccessRules,
+    /// The `referral` class (RFC 3296) with its index keys; `None` when the schema lacks it.
+    pub referral_class: Option<IndexedClass>,
+    /// The `alias` class (RFC 4512) with its index keys; `None` when the schema lacks it.
+    pub alias_class: Option<IndexedClass>,
 }
 
 impl Directory {
@@ -124,6 +129,10 @@ impl Directory {
         let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
         let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
         let bind_throttle = BindThrottle::new(config.bind_throttle.clone());
+        let current = store.current();
+        let referral_class = IndexedClass::named(&current, REFERRAL_CLASS);
+        let alias_class = IndexedClass::named(&current, ALIAS_CLASS);
+        drop(current);
         let dir = Directory {
             config,
             schema,
@@ -136,6 +145,8 @@ impl Directory {
             tls,
             bind_throttle,
             acl,
+            referral_class,
+            alias_class,
         };
         let mut startup = Startup {
             report,

@@ -657,7 +657,8 @@ fn binds_say_whether_their_check_is_slow() {
             name: dn.as_bytes(),
             authentication: Authentication::Simple(pw.as_bytes()),
         };
-        let Staged::Check(check) = stage(&h.dir, &version, &req, &Client::default(), None).unwrap() else {
+        let Staged::Check(check) = stage(&h.dir, &version, &req, &Client::default(), None, None).unwrap()
+        else {
             panic!("a name/password bind has a password to check")
         };
         assert_eq!(check.is_slow(), want_slow, "{dn}");

@@ -1046,7 +1046,7 @@ fn referral_above_for_updates() {
     let v = fx.dir.store.current();
     let norm = |dn: &str| NormDn::parse(dn.as_bytes(), &*fx.dir.schema).unwrap().1;
     let target = format!("cn=New,ou=Remote,{SUFFIX}");
-    let e = referral_above(&v, &norm(&target), &target).expect("below a referral");
+    let e = referral_above(&fx.dir, &v, &norm(&target), &target).expect("below a referral");
     assert_eq!(e.code, ResultCode::REFERRAL);
     assert_eq!(e.matched_dn, format!("ou=Remote,{SUFFIX}"));
     assert_eq!(
@@ -1054,10 +1054,10 @@ fn referral_above_for_updates() {
         vec!["ldap://remote.example.net/cn=New,ou=Remote,dc=other,dc=net"]
     );
     let deep = format!("cn=a,cn=Hidden,ou=Remote,{SUFFIX}");
-    assert!(referral_above(&v, &norm(&deep), &deep).is_some());
+    assert!(referral_above(&fx.dir, &v, &norm(&deep), &deep).is_some());
     let other = format!("cn=Person 0,ou=People,{SUFFIX}");
-    assert!(referral_above(&v, &norm(&other), &other).is_none());
-    assert!(referral_above(&v, &norm("dc=nowhere"), "dc=nowhere").is_none());
+    assert!(referral_above(&fx.dir, &v, &norm(&other), &other).is_none());
+    assert!(referral_above(&fx.dir, &v, &norm("dc=nowhere"), "dc=nowhere").is_none());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@
 use larch_model::dn::NormDn;
 use larch_proto::{Authentication, BindRequest, ResultCode};
 use larch_store::{EntryId, Version};
+
+use crate::search::LastBase;
 use rustls_pki_types::CertificateDer;
 
 use crate::auth::{confidentiality, password, sasl};
@@ -107,7 +109,7 @@ pub fn bind(
     client: &Client,
     peer_cert: Option<&CertificateDer<'_>>,
 ) -> Result<Identity, OpError> {
-    match stage(dir, version, req, client, peer_cert)? {
+    match stage(dir, version, req, client, peer_cert, None)? {
         Staged::Done(identity) => Ok(identity),
         Staged::Check(check) => check.run(),
     }
@@ -120,6 +122,7 @@ pub fn stage(
     req: &BindRequest<'_>,
     client: &Client,
     peer_cert: Option<&CertificateDer<'_>>,
+    last_base: Option<&LastBase>,
 ) -> Result<Staged, OpError> {
     if req.version != 3 {
         return Err(OpError::protocol(format!(
@@ -166,17 +169,20 @@ pub fn stage(
         }
         (false, false) => {
             confidentiality::require_tls(dir, client, "a simple bind with a password")?;
-            simple(dir, version, req.name, password_given).map(Staged::Check)
+            simple(dir, version, req.name, password_given, last_base).map(Staged::Check)
         }
     }
 }
 
-/// A name/password bind: the lookup, and the check to run (also SASL PLAIN's).
+/// A name/password bind: the lookup, and the check to run (also SASL PLAIN's). The
+/// connection's last search base, when given, spares normalizing the part of the name
+/// that repeats it.
 pub(crate) fn simple(
     dir: &Directory,
     version: &Version,
     name: &[u8],
     given: &[u8],
+    last_base: Option<&LastBase>,
 ) -> Result<PasswordCheck, OpError> {
     let mut check = PasswordCheck {
         given: given.to_vec(),
@@ -188,8 +194,11 @@ pub(crate) fn simple(
     if name.len() > MAX_BIND_DN_BYTES {
         return Ok(check);
     }
-    let norm = NormDn::from_text(name, &*dir.schema)
-        .map_err(|e| OpError::new(ResultCode::INVALID_DN_SYNTAX, format!("bind DN: {e}")))?;
+    let norm = match last_base {
+        Some(cache) => cache.normalize_dn(name, &dir.schema),
+        None => NormDn::from_text(name, &*dir.schema),
+    }
+    .map_err(|e| OpError::new(ResultCode::INVALID_DN_SYNTAX, format!("bind DN: {e}")))?;
     let Some(id) = version.find(&norm) else {
         return Ok(check);
     };

@@ -224,7 +224,7 @@ fn plain(
             "SASL PLAIN: the authentication identity must be `dn:<DN>` or a DN (user names are not mapped)",
         ));
     }
-    let checked = simple(dir, version, name, msg.password).and_then(|check| {
+    let checked = simple(dir, version, name, msg.password, None).and_then(|check| {
         if check.is_slow() {
             gate::blocking_section(|| check.run())
         } else {

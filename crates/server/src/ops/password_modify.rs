@@ -149,7 +149,7 @@ pub fn prepare_password_modify(
     }
     check_target(dir, &norm, &shown, Target::Modify)?;
     if !manage_dsa_it {
-        if let Some(e) = referral_above(version, &norm, &shown) {
+        if let Some(e) = referral_above(ctx.dir, version, &norm, &shown) {
             return Err(e);
         }
     }

@@ -18,6 +18,7 @@
 use larch_model::entry::StoredRef;
 use larch_model::schema::{AttributeTypeId, ObjectClassId, Schema};
 use larch_store::idset::IdSet;
+use larch_store::index::AttrIndex;
 use larch_store::{EntryId, Version};
 
 /// The name of the RFC 3296 class of referral entries.
@@ -53,18 +54,52 @@ impl ClassTest {
             })
         })
     }
+}
 
-    /// The members from the `objectClass` equality index; `None` when `objectClass` has
-    /// no equality index.
-    pub fn indexed_members(&self, version: &Version) -> Option<IdSet> {
+/// A class test with the `objectClass` index keys of the class's spellings (its OID and
+/// names) worked out once: they depend only on the schema and the store's index keyer,
+/// which never change while the server runs. Asking a version for the members is then a
+/// few index probes, not a schema lookup and a key normalization per spelling (about 2,300
+/// instructions per search under callgrind before).
+#[derive(Debug, Clone)]
+pub struct IndexedClass {
+    test: ClassTest,
+    /// The index keys; `None` when `objectClass` has no equality rule.
+    keys: Option<Vec<u64>>,
+}
+
+impl IndexedClass {
+    /// The class `name` for the store `version` belongs to; `None` when the schema lacks
+    /// the class or `objectClass`.
+    pub fn named(version: &Version, name: &str) -> Option<IndexedClass> {
+        Some(IndexedClass::new(
+            version,
+            ClassTest::new(version.schema(), name)?,
+        ))
+    }
+
+    fn new(version: &Version, test: ClassTest) -> IndexedClass {
         let schema = version.schema();
-        let oc = schema.attribute_type_by_id(self.object_class)?;
-        let rule = oc.equality?;
-        let index = version.index(self.object_class)?;
-        let class = schema.object_class_by_id(self.class)?;
+        let keys = (|| {
+            let rule = schema.attribute_type_by_id(test.object_class)?.equality?;
+            let class = schema.object_class_by_id(test.class)?;
+            let spellings = std::iter::once(class.oid.as_str()).chain(class.names.iter().map(String::as_str));
+            Some(
+                spellings
+                    .filter_map(|s| AttrIndex::equality_key(rule, s.as_bytes(), version.keyer()))
+                    .collect(),
+            )
+        })();
+        IndexedClass { test, keys }
+    }
+
+    /// The members in `version` from the `objectClass` equality index; `None` when
+    /// `objectClass` has no equality index.
+    pub fn members(&self, version: &Version) -> Option<IdSet> {
+        let index = version.index(self.test.object_class)?;
         let mut acc = IdSet::new();
-        for spelling in std::iter::once(class.oid.as_str()).chain(class.names.iter().map(String::as_str)) {
-            let set = index.equality(rule, spelling.as_bytes(), version.keyer())?;
+        for &key in self.keys.as_ref()? {
+            let set = index.equality_keyed(key)?;
             if !set.is_empty() {
                 acc = if acc.is_empty() { set } else { acc.union(&set) };
             }
@@ -82,11 +117,13 @@ pub struct ClassSet {
 }
 
 impl ClassSet {
-    /// The members of class `name` in `version`; `None` when the schema lacks the class.
-    pub fn new(version: &Version, name: &str) -> Option<ClassSet> {
-        let test = ClassTest::new(version.schema(), name)?;
-        let members = test.indexed_members(version);
-        Some(ClassSet { test, members })
+    /// The members of `class` in `version`; `None` when the schema lacks the class.
+    pub fn new(version: &Version, class: Option<&IndexedClass>) -> Option<ClassSet> {
+        let class = class?;
+        Some(ClassSet {
+            test: class.test.clone(),
+            members: class.members(version),
+        })
     }
 
     /// True when it is known that no entry belongs to the class.

@@ -32,26 +32,27 @@ use larch_model::schema::Schema;
 use larch_proto::{ResultCode, SearchScope};
 use larch_store::{EntryId, Lookup, Version};
 
-use super::class::{nearest_in_class, ClassSet, REFERRAL_CLASS};
+use super::class::{nearest_in_class, ClassSet};
+use crate::directory::Directory;
 use crate::error::OpError;
 
 /// The referral result for an operation on `dn` (written `dn_text` by the client) when
 /// `dn` is a referral entry or lies below one (the nearest such entry counts); `None`
 /// otherwise. Callers skip this under ManageDsaIT. The URLs carry no scope.
-pub fn referral_above(version: &Version, dn: &NormDn, dn_text: &str) -> Option<OpError> {
-    let referrals = ClassSet::new(version, REFERRAL_CLASS)?;
+pub fn referral_above(dir: &Directory, version: &Version, dn: &NormDn, dn_text: &str) -> Option<OpError> {
+    let referrals = ClassSet::new(version, dir.referral_class.as_ref())?;
     referral_at_or_above(version, &referrals, dn, dn_text, None)
 }
 
 /// [`referral_above`] for a DN as the client wrote it: `None` when it does not parse (the
 /// operation then reports invalidDNSyntax itself). Only parsed when the directory holds a
 /// referral entry at all.
-pub fn referral_above_text(version: &Version, schema: &Schema, dn_text: &[u8]) -> Option<OpError> {
-    let referrals = ClassSet::new(version, REFERRAL_CLASS)?;
+pub fn referral_above_text(dir: &Directory, version: &Version, dn_text: &[u8]) -> Option<OpError> {
+    let referrals = ClassSet::new(version, dir.referral_class.as_ref())?;
     if referrals.is_known_empty() {
         return None;
     }
-    let dn = NormDn::from_text(dn_text, schema).ok()?;
+    let dn = NormDn::from_text(dn_text, &*dir.schema).ok()?;
     referral_at_or_above(version, &referrals, &dn, &String::from_utf8_lossy(dn_text), None)
 }
 

@@ -80,7 +80,7 @@ use larch_store::idset::IdSet;
 use larch_store::{EntryId, Version};
 
 use super::access::{FilterCache, SearchAccess};
-use super::class::{nearest_in_class, ClassSet, ALIAS_CLASS, REFERRAL_CLASS};
+use super::class::{nearest_in_class, ClassSet};
 use super::deref::{alias_scopes, deref_base, BaseLookup};
 use super::paged::{request_hash, PagedSearches};
 use super::referral::{continuation_uris, referral_error};
@@ -396,7 +396,7 @@ fn prepare_search(
     let referrals = if controls.manage_dsa_it {
         None
     } else {
-        ClassSet::new(v, REFERRAL_CLASS)
+        ClassSet::new(v, dir.referral_class.as_ref())
     };
     let finding = matches!(
         req.deref_aliases,
@@ -407,7 +407,7 @@ fn prepare_search(
         DerefAliases::InSearching | DerefAliases::Always
     ) && req.scope != SearchScope::Base;
     let aliases = if finding || searching {
-        ClassSet::new(v, ALIAS_CLASS)
+        ClassSet::new(v, dir.alias_class.as_ref())
     } else {
         None
     };

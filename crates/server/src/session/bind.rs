@@ -40,7 +40,14 @@ impl Session {
             self.throttle(ip, "binds").await?;
         }
         let version = self.reader.current();
-        let staged = stage(&self.dir, version, req, &self.client, self.peer_cert.as_ref());
+        let staged = stage(
+            &self.dir,
+            version,
+            req,
+            &self.client,
+            self.peer_cert.as_ref(),
+            Some(&self.last_base),
+        );
         let check = match staged {
             Ok(Staged::Done(identity)) => return Ok((identity, None)),
             Ok(Staged::Check(check)) => check,

@@ -294,7 +294,7 @@ impl Session {
                     };
                     let version = self.reader.current();
                     if !controls.manage_dsa_it {
-                        if let Some(e) = referral_above_text(version, &self.dir.schema, req.entry) {
+                        if let Some(e) = referral_above_text(&self.dir, version, req.entry) {
                             return Err(e);
                         }
                     }
@@ -422,7 +422,7 @@ impl Session {
             self.identity.clone()
         };
         if !controls.manage_dsa_it {
-            if let Some(e) = referral_above_text(self.reader.current(), &self.dir.schema, dn_text) {
+            if let Some(e) = referral_above_text(&self.dir, self.reader.current(), dn_text) {
                 return Err(e);
             }
         }

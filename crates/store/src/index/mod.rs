@@ -247,12 +247,25 @@ impl AttrIndex {
     /// assertion value is invalid under the rule (then nothing matches by equality and the
     /// caller's filter check decides).
     pub fn equality(&self, rule: &MatchingRule, value: &[u8], keyer: &Keyer) -> Option<IdSet> {
-        let eq = self.eq.as_ref()?;
-        let mut scratch = Vec::with_capacity(value.len() + 8);
-        if !rule_key(rule, value, &mut scratch) {
-            return Some(IdSet::new());
+        self.eq.as_ref()?;
+        match AttrIndex::equality_key(rule, value, keyer) {
+            Some(key) => self.equality_keyed(key),
+            None => Some(IdSet::new()),
         }
-        Some(eq.get(keyer.key(&scratch)).cloned().unwrap_or_default())
+    }
+
+    /// The hash an equality index files `value` under with `rule`; `None` when the value
+    /// is invalid under the rule. The same for every version of a store (one schema, one
+    /// keyer), so a value asked about often (a class name) can be hashed once.
+    pub fn equality_key(rule: &MatchingRule, value: &[u8], keyer: &Keyer) -> Option<u64> {
+        let mut scratch = Vec::with_capacity(value.len() + 8);
+        rule_key(rule, value, &mut scratch).then(|| keyer.key(&scratch))
+    }
+
+    /// Candidates filed under an [`AttrIndex::equality_key`]: `None` when there is no
+    /// equality index.
+    pub fn equality_keyed(&self, key: u64) -> Option<IdSet> {
+        Some(self.eq.as_ref()?.get(key).cloned().unwrap_or_default())
     }
 
     /// Entries holding the attribute, if presence is indexed.
