@@ -120,16 +120,20 @@ def test_max_pdu_size(limited):
         c.close()
 
 
+def assert_closed_when_idle(c):
+    """Sending nothing more, the server closes the connection (after at most a Notice of
+    Disconnection) well within the deadline."""
+    m = c.recv(timeout=IDLE_CLOSE_DEADLINE_S)
+    if m is not None:
+        assert m.msgid == 0 and m.response_name == w.NOTICE_OF_DISCONNECTION_OID, m
+        assert c.recv(timeout=IDLE_CLOSE_DEADLINE_S) is None
+
+
 def test_idle_timeout(limited):
     c = w.RawConnection(limited.host, limited.port, timeout=IDLE_CLOSE_DEADLINE_S)
     try:
         assert_result(c.request(1, w.whoami())[-1], "success")
-        # Send nothing more: the server closes the connection (after at most a Notice of
-        # Disconnection) well within the deadline.
-        m = c.recv(timeout=IDLE_CLOSE_DEADLINE_S)
-        if m is not None:
-            assert m.msgid == 0 and m.response_name == w.NOTICE_OF_DISCONNECTION_OID, m
-            assert c.recv(timeout=IDLE_CLOSE_DEADLINE_S) is None
+        assert_closed_when_idle(c)
     finally:
         c.close()
 
@@ -145,10 +149,7 @@ def test_a_connection_in_use_is_not_idle(limited):
             msgid += 1
             assert_result(c.request(msgid, w.whoami())[-1], "success")
             time.sleep(0.3)
-        m = c.recv(timeout=IDLE_CLOSE_DEADLINE_S)
-        if m is not None:
-            assert m.msgid == 0 and m.response_name == w.NOTICE_OF_DISCONNECTION_OID, m
-            assert c.recv(timeout=IDLE_CLOSE_DEADLINE_S) is None
+        assert_closed_when_idle(c)
     finally:
         c.close()
 
