@@ -186,13 +186,7 @@ impl<'a> OpAccess<'a> {
             return Ok(());
         };
         let parent = e.parent();
-        self.require_children(version, parent, Privileges::DELETE, || {
-            if parent == 0 {
-                String::new()
-            } else {
-                version.dn(parent)
-            }
-        })?;
+        self.require_children(version, parent, Privileges::DELETE, || version.dn(parent))?;
         self.require(
             Target::Stored { version, id },
             What::Entry,
@@ -261,13 +255,7 @@ impl<'a> OpAccess<'a> {
         } else {
             Privileges::WRITE
         };
-        self.require_children(version, parent, parent_need, || {
-            if parent == 0 {
-                String::new()
-            } else {
-                version.dn(parent)
-            }
-        })?;
+        self.require_children(version, parent, parent_need, || version.dn(parent))?;
         self.require(
             Target::Stored { version, id },
             What::Entry,

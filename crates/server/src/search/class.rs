@@ -27,7 +27,7 @@ pub const REFERRAL_CLASS: &str = "referral";
 pub const ALIAS_CLASS: &str = "alias";
 
 /// Tests entries for one object class.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct ClassTest {
     object_class: AttributeTypeId,
     class: ObjectClassId,
@@ -121,7 +121,7 @@ impl ClassSet {
     pub fn new(version: &Version, class: Option<&IndexedClass>) -> Option<ClassSet> {
         let class = class?;
         Some(ClassSet {
-            test: class.test.clone(),
+            test: class.test,
             members: class.members(version),
         })
     }

@@ -23,7 +23,9 @@ use larch_model::schema::Schema;
 /// Longest base text kept (a longer one is normalized every time).
 pub const MAX_CACHED_BASE: usize = 1024;
 
-/// One connection's last normalized search base.
+/// One connection's last normalized search base. Only its connection's task touches it,
+/// so the lock is never contended; it is a `Mutex` rather than a `RefCell` because the
+/// search context that borrows it is held across the connection's awaits (`Send`).
 #[derive(Debug, Default)]
 pub struct LastBase(Mutex<Option<(Box<[u8]>, NormDn)>>);
 

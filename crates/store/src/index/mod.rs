@@ -247,6 +247,7 @@ impl AttrIndex {
     /// assertion value is invalid under the rule (then nothing matches by equality and the
     /// caller's filter check decides).
     pub fn equality(&self, rule: &MatchingRule, value: &[u8], keyer: &Keyer) -> Option<IdSet> {
+        // No equality index: `None` before any key is worked out.
         self.eq.as_ref()?;
         match AttrIndex::equality_key(rule, value, keyer) {
             Some(key) => self.equality_keyed(key),
