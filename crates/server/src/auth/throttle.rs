@@ -149,6 +149,16 @@ impl BindThrottle {
     /// Decides about a name/password bind from `ip` arriving at `now` (see the module
     /// documentation, rules 3 and 4). A bind told to wait has its place reserved.
     pub fn check(&self, ip: IpAddr, now: Instant) -> Decision {
+        self.check_at(ip, || now)
+    }
+
+    /// [`BindThrottle::check`] at the current time, read only when the address has a
+    /// record (most binds come from addresses without failures).
+    pub fn check_now(&self, ip: IpAddr) -> Decision {
+        self.check_at(ip, Instant::now)
+    }
+
+    fn check_at(&self, ip: IpAddr, now: impl FnOnce() -> Instant) -> Decision {
         if !self.applies(ip) {
             return Decision::Proceed;
         }
@@ -157,6 +167,7 @@ impl BindThrottle {
         let Some(r) = shard.iter_mut().find(|r| r.key == key) else {
             return Decision::Proceed;
         };
+        let now = now();
         if !self.live(r, now) || r.failures < self.settings.max_failures {
             return Decision::Proceed;
         }

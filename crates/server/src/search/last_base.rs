@@ -60,7 +60,12 @@ impl LastBase {
         if let Some((cut, base)) = base {
             if let Ok(leading) = NormDn::from_text(&text[..cut], schema) {
                 if !leading.is_root() {
-                    return Ok(NormDn::from_normalized(&format!("{leading},{base}")));
+                    let (leading, base) = (leading.as_str(), base.as_str());
+                    let mut dn = String::with_capacity(leading.len() + 1 + base.len());
+                    dn.push_str(leading);
+                    dn.push(',');
+                    dn.push_str(base);
+                    return Ok(NormDn::from_normalized(&dn));
                 }
             }
         }

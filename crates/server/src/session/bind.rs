@@ -85,7 +85,7 @@ impl Session {
         let Some(ip) = ip else {
             return Ok(());
         };
-        match self.dir.bind_throttle.check(ip, Instant::now()) {
+        match self.dir.bind_throttle.check_now(ip) {
             Decision::Proceed => Ok(()),
             Decision::Wait(d) => {
                 tokio::time::sleep(d).await;

@@ -13,6 +13,7 @@ use larch_proto::{
 use larch_store::{StoreError, WriteTxn};
 
 use super::inflight::{OpClass, OpGuard, StopRequest};
+use super::writer::OutSender;
 use super::Session;
 use crate::acl::ops::check_bind;
 use crate::acl::proxy::proxied_identity;
@@ -134,7 +135,7 @@ impl ResponseSink for InlineSink<'_> {
 /// Sends a search's responses from a worker thread, waiting while the client is slow.
 struct ChannelSink {
     buf: Vec<u8>,
-    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
+    tx: OutSender,
     guard: OpGuard,
     gone: bool,
 }
@@ -172,8 +173,14 @@ impl Session {
         }
         match msg.op {
             ProtocolOp::BindRequest(req) => {
-                // Bind is a barrier: wait until nothing is in flight.
-                let all = self.permits.clone().acquire_many_owned(self.max_ops).await;
+                // Bind is a barrier: wait until nothing is in flight. Only this task takes
+                // permits, so when all of them are free (the common case) none can be taken
+                // while the bind runs and the semaphore need not be touched.
+                let all = if self.permits.available_permits() == self.max_ops as usize {
+                    None
+                } else {
+                    Some(self.permits.clone().acquire_many_owned(self.max_ops).await)
+                };
                 let result = match RequestControls::parse(msg.controls, OpKind::Bind) {
                     Ok(_) => match self.run_bind(&req).await {
                         Ok((identity, entry)) => {

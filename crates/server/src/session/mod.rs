@@ -9,8 +9,9 @@
 //!    searches run on a worker thread; writes are handed to the store's writer thread
 //!    and answered when their batch is durable;
 //! 3. after the last complete PDU of the read, the output buffer goes to the writing side
-//!    ([`writer`]) in one piece, which coalesces it with whatever else is ready into one
-//!    socket write;
+//!    ([`writer`]) in one piece: written to the socket at once when nothing else is
+//!    waiting to be written, else queued for the writer task, which coalesces it with
+//!    whatever else is ready into one socket write;
 //! 4. operations that outlive the read are registered in [`inflight`] so that Abandon and
 //!    Cancel can find them, and each holds one of the connection's
 //!    `max_ops_per_connection` permits; when none is left, the reading side waits;
@@ -45,7 +46,7 @@ use larch_store::StoreReader;
 use rustls_pki_types::CertificateDer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore};
 
 use crate::client::Client;
 use crate::directory::Directory;
@@ -54,6 +55,7 @@ use crate::search::{LastBase, PagedSearches};
 use inflight::InFlight;
 use stream::Conn;
 
+use writer::{DoneSender, OutSender, Outbox};
 pub use writer::{MAX_COALESCED_BYTES, OUT_QUEUE_CHUNKS};
 
 /// Octets read from the socket at a time (the buffer grows for a larger PDU, up to the
@@ -115,8 +117,8 @@ pub(crate) struct Session {
     permits: Arc<Semaphore>,
     max_ops: u32,
     paged: Arc<Mutex<PagedSearches>>,
-    out_tx: mpsc::Sender<Vec<u8>>,
-    done_tx: mpsc::UnboundedSender<Vec<u8>>,
+    out_tx: OutSender,
+    done_tx: DoneSender,
     /// Set when the connection must stop reading (Unbind, an undecodable PDU).
     stop_reading: bool,
     /// The certificate the client presented in the TLS handshake (SASL EXTERNAL).
@@ -156,15 +158,9 @@ pub async fn serve(
     };
     let (mut rd, wr) = conn.split();
     let limits = ctx.dir.config.limits.clone();
-    let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE_CHUNKS);
-    let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let mut writer = Some(tokio::spawn(writer::run(
-        wr,
-        out_rx,
-        done_rx,
-        limits.write_timeout,
-        closing.clone(),
-    )));
+    let (outbox, out_tx, done_tx, queues) = Outbox::new(closing.clone());
+    outbox.install(wr);
+    let mut writer = Some(tokio::spawn(writer::run(outbox, queues, limits.write_timeout)));
     let max_ops = u32::try_from(limits.max_ops_per_connection.max(1)).unwrap_or(u32::MAX >> 4);
     let mut session = Session {
         reader: ctx.dir.reader(),
@@ -191,6 +187,7 @@ pub async fn serve(
     // lazily: it fires `idle_timeout` after the read that armed it, and a connection that
     // read since then is given the rest of its time from its last read.
     let closed = closing.closed();
+    let drain_flag = draining.clone();
     let drained = draining.changed();
     let idle_timeout = limits.idle_timeout;
     let idle = tokio::time::sleep(idle_timeout.unwrap_or(Duration::ZERO));
@@ -200,7 +197,10 @@ pub async fn serve(
         if buf.len() == buf.capacity() {
             buf.reserve(READ_CHUNK);
         }
+        // The read first: when a request is waiting, the other waits are not polled (and
+        // their flags are checked after the read instead).
         let read = tokio::select! {
+            biased;
             r = rd.read_buf(&mut buf) => r,
             _ = &mut closed => break,
             _ = &mut drained => break,
@@ -221,6 +221,9 @@ pub async fn serve(
         match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
+        }
+        if closing.is_closed() || drain_flag.has_changed().unwrap_or(true) {
+            break;
         }
         if idle_timeout.is_some() {
             last_read = Instant::now();
@@ -249,7 +252,7 @@ pub async fn serve(
                 }
             }
         }
-        if !out.is_empty() && session.out_tx.send(out).await.is_err() {
+        if !out.is_empty() && session.out_tx.write(out).await.is_err() {
             break;
         }
         if session.stop_reading {

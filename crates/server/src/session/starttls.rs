@@ -25,11 +25,11 @@ use std::sync::Arc;
 
 use larch_proto::exop::START_TLS;
 use larch_proto::{op_tag, ExtendedResponse, LdapResult, MessageId, ProtocolOp, ResultCode};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::stream::{self, Conn, ConnRead, ConnWrite};
-use super::{dispatch, writer, Closing, Session, OUT_QUEUE_CHUNKS};
+use super::writer::{self, Outbox};
+use super::{dispatch, Closing, Session};
 use crate::client::Client;
 use crate::error::OpError;
 use crate::identity::Identity;
@@ -99,8 +99,7 @@ impl Session {
         closing: &Arc<Closing>,
     ) -> Option<(ConnRead, JoinHandle<Option<ConnWrite>>)> {
         let tls = self.dir.tls.clone()?;
-        let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE_CHUNKS);
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let (outbox, out_tx, done_tx, queues) = Outbox::new(closing.clone());
         drop(std::mem::replace(&mut self.out_tx, out_tx));
         drop(std::mem::replace(&mut self.done_tx, done_tx));
         let wr = writer_task?.await.ok()??;
@@ -115,13 +114,8 @@ impl Session {
         });
         self.peer_cert = cert;
         let (rd, wr) = Conn::Tls(Box::new(tls_stream)).split();
-        let writer_task = tokio::spawn(writer::run(
-            wr,
-            out_rx,
-            done_rx,
-            self.dir.config.limits.write_timeout,
-            closing.clone(),
-        ));
+        outbox.install(wr);
+        let writer_task = tokio::spawn(writer::run(outbox, queues, self.dir.config.limits.write_timeout));
         Some((rd, writer_task))
     }
 }
