@@ -506,6 +506,20 @@ fn deep_filters_evaluate_without_recursion() {
     let n = larch_proto::limits::MAX_FILTER_DEPTH;
     let deep = format!("{}(uid=bjensen){}", "(!".repeat(n), ")".repeat(n));
     assert_eq!(eval(&deep, &e), Tri::True);
+    // Around the depth the evaluator tries first with a small stack, and below the limit.
+    for n in [1, 7, 8, 9, 10, n - 1] {
+        let chain = format!("{}(uid=bjensen){}", "(!".repeat(n), ")".repeat(n));
+        let expected = if n % 2 == 0 { Tri::True } else { Tri::False };
+        assert_eq!(eval(&chain, &e), expected, "{n} nested nots");
+        let nested = format!("{}(uid=bjensen){}", "(&(sn=jensen)".repeat(n), ")".repeat(n));
+        assert_eq!(eval(&nested, &e), Tri::True, "{n} nested ands");
+        let missing = format!(
+            "{}(uid=nobody){}",
+            "(|(noSuchAttribute=x)".repeat(n),
+            ")".repeat(n)
+        );
+        assert_eq!(eval(&missing, &e), Tri::Undefined, "{n} nested ors");
+    }
     let wide = format!("(|{}(uid=bjensen))", "(uid=x)".repeat(500));
     assert_eq!(eval(&wide, &e), Tri::True);
     let _ = Dn::default();
