@@ -11,11 +11,16 @@
 #      "anonymous may read everything but userPassword" ACL), loaded with `slapadd -q`
 #      (timed), started on ldap://127.0.0.1:PORT pinned to one CPU (startup timed), disk
 #      size of the mdb directory, RSS per entry from /proc after a full read;
-#   4. the workloads, each with `larch bench` pinned to the other CPU and --server-pid:
+#   4. the same for Larch: `larch import` of the same LDIF (timed), `larch serve` pinned to
+#      the same CPU with the same suffix, admin DN and password (startup timed); both
+#      servers stay up for the measurements (the one not measured is idle);
+#   5. the workloads, each with `larch bench` pinned to the other CPU and --server-pid:
 #      search all attributes, search 1.1, auth on the same connection, auth on a new
-#      connection per operation, modify, mixed 80/20;
-#   5. the same for Larch: `larch import` of the same LDIF (timed), `larch serve` pinned to
-#      the server CPU with the same suffix, admin DN and password (startup timed);
+#      connection per operation, modify, mixed 80/20. Each workload runs --rounds times
+#      (default 3) on each server, the servers taking turns (slapd then Larch, then Larch
+#      then slapd, ...), so that both meet the same state of a shared, noisy machine; the
+#      table gives each server's median round (by ops/s; the lower middle one for an even
+#      count) and, with several rounds, the ratio of each round;
 #   6. prints the table (Markdown), and with --update-docs replaces the block between
 #      `<!-- compare:N:begin -->` and `<!-- compare:N:end -->` in docs/benchmarks.md.
 # slapd is stopped by its PID (trap), never by name.
@@ -35,6 +40,7 @@
 #          [--server-cpu C] [--client-cpu C] [--connections N] [--depth N]
 #          [--larch-bin PATH] [--workdir DIR (kept)] [--keep] [--update-docs] [--progress]
 #          [--quiet-wait SECS]   (wait up to SECS for an idle machine before each measurement)
+#          [--rounds N]          (runs of each workload on each server, taking turns; default 3)
 #          [--nice N]            (scheduling priority of server and client; default -20 as
 #                                 root, so other work on a shared machine cannot take their CPUs)
 #          [--tls]               (the TLS workloads instead of the usual ones; see above)
@@ -57,6 +63,7 @@ update_docs=0
 quiet=--quiet
 quiet_wait=300
 nice_level=-20
+rounds=3
 suffix="dc=example,dc=com"
 rootdn="cn=admin,$suffix"
 rootpw=secret
@@ -79,6 +86,7 @@ while [ $# -gt 0 ]; do
     --progress) quiet=; shift ;;
     --quiet-wait) quiet_wait=$2; shift 2 ;;
     --nice) nice_level=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --tls) tls=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed 's/^# \{0,1\}//; /^set -euo/d'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -443,14 +451,15 @@ if [ "$tls" = 1 ]; then
   workloads=(auth-new auth-new-ldaps auth-new-ldapsx25519 auth-new-starttls auth-new-ldaps12 search-1.1 search-1.1-ldaps)
 fi
 
-measure_server() { # measure_server NAME (slapd|larch)
-  local s=$1 pid url ldaps_url
-  if [ "$s" = slapd ]; then
-    pid=$slapd_pid; url=$slapd_url; ldaps_url=${slapd_ldaps_url:-}
-  else
-    pid=$larch_pid; url=$larch_url; ldaps_url=${larch_ldaps_url:-}
-  fi
-  # Read every entry once (as the rootdn, no size limit) so RSS counts the data set.
+server_pid() { if [ "$1" = slapd ]; then echo "$slapd_pid"; else echo "$larch_pid"; fi; }
+server_url() { if [ "$1" = slapd ]; then echo "$slapd_url"; else echo "$larch_url"; fi; }
+server_ldaps_url() { if [ "$1" = slapd ]; then echo "${slapd_ldaps_url:-}"; else echo "${larch_ldaps_url:-}"; fi; }
+
+# scan_server NAME (slapd|larch): reads every entry once (as the rootdn, no size limit),
+# timed, so that RSS counts the data set; records the RSS.
+scan_server() {
+  local s=$1 pid url
+  pid=$(server_pid "$s"); url=$(server_url "$s")
   local t0 t1
   t0=$(now)
   ldapsearch -x -H "$url" -D "$rootdn" -w "$rootpw" -b "$suffix" -LLL -z 0 '(objectClass=*)' >/dev/null
@@ -460,14 +469,25 @@ measure_server() { # measure_server NAME (slapd|larch)
   rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
   result[$s,rss_kib]=$rss
   result[$s,rss_per_entry]=$(awk -v r="$rss" -v n="$entries" 'BEGIN { printf "%.0f", r * 1024 / n }')
-  local w line
-  for w in "${workloads[@]}"; do
-    wait_quiet
-    say "$s: $w"
-    line=$(run_workload "$w" "$url" "$ldaps_url" "$pid")
-    echo "   $line" >&2
-    result[$s,$w]=$line
-  done
+}
+
+# measure SERVER WORKLOAD ROUND: one run, kept as result[SERVER,WORKLOAD,ROUND].
+measure() {
+  local s=$1 w=$2 r=$3 line
+  wait_quiet
+  say "$s: $w (round $r of $rounds)"
+  line=$(run_workload "$w" "$(server_url "$s")" "$(server_ldaps_url "$s")" "$(server_pid "$s")")
+  echo "   $line" >&2
+  result[$s,$w,$r]=$line
+}
+
+# median_round SERVER WORKLOAD: the round whose ops/s is the median (the lower middle one
+# for an even count).
+median_round() {
+  local s=$1 w=$2 r
+  for r in $(seq "$rounds"); do
+    echo "$(field ops_per_sec "${result[$s,$w,$r]}") $r"
+  done | sort -g | awk -v n="$rounds" 'NR == int((n + 1) / 2) { print $2 }'
 }
 
 say "slapd: configuring, importing with slapadd -q"
@@ -476,21 +496,33 @@ result[slapd,import]=$(slapd_import)
 result[slapd,disk_kib]=$(du -sk "$slapd_dir/mdb" | awk '{ print $1 }')
 say "slapd: starting on CPU $server_cpu"
 slapd_start
-measure_server slapd
-slapd_stop
+scan_server slapd
 
 larch_ok=0
+servers=(slapd)
 if larch_serve_available && larch_setup; then
   if [ "$tls" = 1 ]; then larch_tls_setup; fi
   result[larch,import]=$(larch_import)
   result[larch,disk_kib]=$(du -sk "$workdir/larch" | awk '{ print $1 }')
+  say "larch: starting on CPU $server_cpu"
   larch_start
-  measure_server larch
-  larch_stop
+  scan_server larch
   larch_ok=1
+  servers=(slapd larch)
 else
   say "larch: $NA_LARCH"
 fi
+
+for w in "${workloads[@]}"; do
+  for r in $(seq "$rounds"); do
+    order=("${servers[@]}")
+    if [ $((r % 2)) = 0 ] && [ "${#servers[@]}" = 2 ]; then order=(larch slapd); fi
+    for s in "${order[@]}"; do measure "$s" "$w" "$r"; done
+  done
+  for s in "${servers[@]}"; do result[$s,$w]=${result[$s,$w,$(median_round "$s" "$w")]}; done
+done
+slapd_stop
+larch_stop
 
 # ---------------------------------------------------------------- 6. the table
 slapd_version=$(/usr/sbin/slapd -VV 2>&1 | sed -n 's/.*slapd \([0-9][0-9.]*\).*/\1/p' | head -1)
@@ -531,9 +563,15 @@ table() {
        "OpenLDAP slapd $slapd_version (Debian), $("$larch_bin" --version). slapd on CPU $server_cpu," \
        "client on CPU $client_cpu$prio; ${duration} s measured after ${warmup} s warm-up per workload;" \
        "$connections connections x depth $depth ($auth_connections connections for auth)."
+  if [ "$rounds" -gt 1 ]; then
+    echo "Each workload ran $rounds times on each server, the servers taking turns; the figures are each" \
+         "server's median round by ops/s, and the last column the ratio of each round."
+  fi
   echo
-  echo "| workload | slapd ops/s | slapd p50 / p99 µs | slapd process CPU (cores) | slapd µs/op | CPU $server_cpu (slapd) busy | client process CPU (cores) | CPU $client_cpu (client) busy | kernel + other (cores) | errors | Larch ops/s | Larch p50 / p99 µs | Larch µs/op | Larch / slapd |"
-  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"
+  local by_round_head="" by_round_rule=""
+  if [ "$rounds" -gt 1 ]; then by_round_head=" Larch / slapd, each round |"; by_round_rule=" ---: |"; fi
+  echo "| workload | slapd ops/s | slapd p50 / p99 µs | slapd process CPU (cores) | slapd µs/op | CPU $server_cpu (slapd) busy | client process CPU (cores) | CPU $client_cpu (client) busy | kernel + other (cores) | errors | Larch ops/s | Larch p50 / p99 µs | Larch µs/op | Larch / slapd |$by_round_head"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |$by_round_rule"
   local w l s_ops
   for w in "${workloads[@]}"; do
     l=${result[slapd,$w]}
@@ -548,11 +586,23 @@ table() {
     local others
     others=$(awk -v m="$(field machine_cores "$l")" -v c="$(field client_cores "$l")" -v s="$(field server_cores "$l")" \
       'BEGIN { o = m - c - s; if (o < 0) o = 0; printf "%.2f", o }')
-    printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" \
+    local by_round=""
+    if [ "$rounds" -gt 1 ]; then
+      local r each=()
+      for r in $(seq "$rounds"); do
+        if [ "$larch_ok" = 1 ]; then
+          each+=("$(ratio "$(field ops_per_sec "${result[larch,$w,$r]}")" "$(field ops_per_sec "${result[slapd,$w,$r]}")")")
+        else
+          each+=(-)
+        fi
+      done
+      by_round=" ${each[*]} |"
+    fi
+    printf '| %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$(label "$w")" \
       "$(printf '%.0f' "$s_ops")" "$(printf '%.0f' "$(field p50_us "$l")")" "$(printf '%.0f' "$(field p99_us "$l")")" \
       "$(field server_cores "$l")" "$(field server_us_per_op "$l")" "$(cpu_pct "$l" "$server_cpu")" \
       "$(field client_cores "$l")" "$(cpu_pct "$l" "$client_cpu")" "$others" \
-      "$(field errors "$l")" "$(larch_cell "$lar")" "$lar_lat" "$lar_us" "$(ratio "$lar_ops" "$s_ops")"
+      "$(field errors "$l")" "$(larch_cell "$lar")" "$lar_lat" "$lar_us" "$(ratio "$lar_ops" "$s_ops")" "$by_round"
   done
   echo
   echo "| measure | slapd | Larch | ratio |"
