@@ -582,8 +582,6 @@ impl Session {
     /// Forgets paged searches (after a bind, pages belong to the old identity).
     pub(super) fn paged_reset(&mut self) {
         let mut p = self.paged.lock().unwrap_or_else(|e| e.into_inner());
-        if !p.is_empty() {
-            p.clear();
-        }
+        p.clear();
     }
 }

@@ -171,6 +171,12 @@ impl Outbox {
         Some(Vec::new())
     }
 
+    /// Uncounts a chunk whose queue turned out to be gone.
+    fn unqueue(&self) -> Closed {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+        Closed
+    }
+
     /// The socket failed: the connection closes, like after a failed write of the task.
     fn failed(&self) -> Option<Vec<u8>> {
         self.closing.close();
@@ -182,13 +188,13 @@ impl OutSender {
     /// Queues `chunk`, waiting while the queue is full.
     pub(crate) async fn send(&self, chunk: Vec<u8>) -> Result<(), Closed> {
         self.outbox.queued.fetch_add(1, Ordering::AcqRel);
-        self.tx.send(chunk).await.map_err(|_| self.undo())
+        self.tx.send(chunk).await.map_err(|_| self.outbox.unqueue())
     }
 
     /// Queues `chunk` from a thread outside the runtime, blocking while the queue is full.
     pub(crate) fn blocking_send(&self, chunk: Vec<u8>) -> Result<(), Closed> {
         self.outbox.queued.fetch_add(1, Ordering::AcqRel);
-        self.tx.blocking_send(chunk).map_err(|_| self.undo())
+        self.tx.blocking_send(chunk).map_err(|_| self.outbox.unqueue())
     }
 
     /// Writes `chunk` at once when it can ([`Outbox::write_now`]), else queues it.
@@ -198,21 +204,13 @@ impl OutSender {
             Some(rest) => self.send(rest).await,
         }
     }
-
-    fn undo(&self) -> Closed {
-        self.outbox.queued.fetch_sub(1, Ordering::AcqRel);
-        Closed
-    }
 }
 
 impl DoneSender {
     /// Queues `chunk` (never waits).
     pub(crate) fn send(&self, chunk: Vec<u8>) -> Result<(), Closed> {
         self.outbox.queued.fetch_add(1, Ordering::AcqRel);
-        self.tx.send(chunk).map_err(|_| {
-            self.outbox.queued.fetch_sub(1, Ordering::AcqRel);
-            Closed
-        })
+        self.tx.send(chunk).map_err(|_| self.outbox.unqueue())
     }
 }
 
