@@ -115,6 +115,34 @@ def assert_diagnostic(result):
     assert msg, f"empty diagnosticMessage in {result!r}"
 
 
+SORT = "1.2.840.113556.1.4.473"
+SORT_RESPONSE = "1.2.840.113556.1.4.474"
+
+
+def sort_control(keys, critical=True):
+    """keys: (attribute, orderingRule or None, reverse)."""
+    encoded = []
+    for attr, rule, reverse in keys:
+        parts = [ldapwire.octets(attr)]
+        if rule:
+            parts.append(ldapwire.octets(rule, tag=0x80))
+        if reverse:
+            parts.append(ldapwire.boolean(True, tag=0x81))
+        encoded.append(ldapwire.seq(*parts))
+    return (SORT, critical, ldapwire.seq(*encoded))
+
+
+def sort_result(conn):
+    """sortResult of the SortResponse control (RFC 2891), or None without one."""
+    ctl = (conn.result.get("controls") or {}).get(SORT_RESPONSE)
+    if ctl is None:
+        return None
+    tag, content, _ = ldapwire.read_tlv(ctl["value"], 0)
+    items = ldapwire.children(content)
+    assert items[0][0] == 0x0A
+    return ldapwire.to_int(items[0][1])
+
+
 def connect(server, user=None, password=None, version=3, bind=True):
     """An ldap3 connection to the server under test, bound as `user` (anonymous if None)."""
     srv = ldap3.Server(server.host, port=server.port, get_info=ldap3.NONE, connect_timeout=10)

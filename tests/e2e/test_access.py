@@ -14,7 +14,7 @@ from ldap3 import MODIFY_REPLACE
 from ldap3.protocol.rfc4527 import post_read_control, pre_read_control
 
 from ldaputil import (add_ok, assert_diagnostic, assert_result, attr_names, connect, ldapadd_ok, ldif_entry,
-                      run_tool, values)
+                      run_tool, sort_control, sort_result, values)
 
 PROXIED_AUTHZ = "2.16.840.1.113730.3.4.18"
 PRE_READ = "1.3.6.1.1.13.1"
@@ -172,6 +172,32 @@ def test_default_policy_refuses_anonymous_and_user_writes(server, admin, anon, p
     assert values(admin.response[0], "description") == ["about alice"]
 
 
+def sorted_dns(conn, base, keys, critical=True):
+    conn.search(base, "(uid=*)", attributes=["1.1"], controls=[sort_control(keys, critical)])
+    return [e["dn"].lower() for e in conn.response if e["type"] == "searchResEntry"]
+
+
+@pytest.mark.not_slapd("slapd's sssvlv overlay sorts on attributes the client may not search")
+def test_sort_on_the_password_is_refused_to_all_but_the_admin(server, admin, anon, people, subtree):
+    # The order of values a client may not search is not disclosed: RFC 2891's sortResult
+    # insufficientAccessRights (50); a critical sort fails the search.
+    alice, bob = people
+    user = bound(server, bob, "bob-pw")
+    keys = [("userPassword", "octetStringOrderingMatch", False)]
+    for conn in (anon, user):
+        assert sorted_dns(conn, subtree, keys, critical=True) == []
+        assert_result(conn, "unavailableCriticalExtension")
+        assert_diagnostic(conn)
+        assert sort_result(conn) == 50
+        assert sorted(sorted_dns(conn, subtree, keys, critical=False)) == sorted([alice.lower(), bob.lower()])
+        assert_result(conn, "success")
+        assert sort_result(conn) == 50
+    assert len(sorted_dns(admin, subtree, keys)) == 2
+    assert_result(admin, "success")
+    assert sort_result(admin) == 0
+    user.unbind()
+
+
 # ------------------------------------------------------------------ a custom rule set
 
 BASE = "dc=example,dc=com"
@@ -298,6 +324,31 @@ def test_custom_rules_as_each_requester(custom):
     anon.compare(f"cn=plans,{SECRET}", "cn", "plans")
     assert_result(anon, "noSuchObject")
     for c in (anon, alice, bob, carol, admin):
+        c.unbind()
+
+
+@pytest.mark.larch_only("Larch's rule language in a second server's configuration")
+def test_sort_keys_follow_the_search_right_of_each_entry(custom):
+    admin = bound(custom, custom.admin_dn, custom.admin_pw)
+    for dn, text in ((ALICE, "zz"), (BOB, "aa"), (CAROL, "mm")):
+        assert_result(describe(admin, dn, text), "success")
+    anon = connect(custom)
+    alice = bound(custom, ALICE, "alice-pw")
+
+    def order(conn, reverse):
+        dns = sorted_dns(conn, PEOPLE, [("description", "caseIgnoreOrderingMatch", reverse)])
+        assert_result(conn, "success")
+        assert sort_result(conn) == 0
+        return dns
+
+    assert order(alice, False) == [BOB, CAROL, ALICE]
+    assert order(alice, True) == [ALICE, CAROL, BOB]
+    # Anonymous clients may search description outside ou=people but not below it: there
+    # each entry counts as without a value, so both directions give the entries' own
+    # order (as added), not the one of the values.
+    assert order(anon, False) == [ALICE, BOB, CAROL]
+    assert order(anon, True) == [ALICE, BOB, CAROL]
+    for c in (anon, alice, admin):
         c.unbind()
 
 

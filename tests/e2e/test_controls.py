@@ -9,39 +9,13 @@ from ldap3.protocol.rfc4527 import post_read_control, pre_read_control
 
 import ldapwire as w
 from ldaputil import (add_ok, assert_diagnostic, assert_result, ldapadd_ok, ldif_entry, search_entries,
-                      values)
+                      sort_control, sort_result, values)
 
 PAGED = "1.2.840.113556.1.4.319"
-SORT = "1.2.840.113556.1.4.473"
-SORT_RESPONSE = "1.2.840.113556.1.4.474"
 ASSERTION = "1.3.6.1.1.12"
 PRE_READ = "1.3.6.1.1.13.1"
 POST_READ = "1.3.6.1.1.13.2"
 UNKNOWN = "1.3.6.1.4.1.99999.17.42"
-
-
-def sort_control(keys, critical=True):
-    """keys: (attribute, orderingRule or None, reverse)."""
-    encoded = []
-    for attr, rule, reverse in keys:
-        parts = [w.octets(attr)]
-        if rule:
-            parts.append(w.octets(rule, tag=0x80))
-        if reverse:
-            parts.append(w.boolean(True, tag=0x81))
-        encoded.append(w.seq(*parts))
-    return (SORT, critical, w.seq(*encoded))
-
-
-def sort_result(conn):
-    """sortResult of the SortResponse control (RFC 2891), or None without one."""
-    ctl = (conn.result.get("controls") or {}).get(SORT_RESPONSE)
-    if ctl is None:
-        return None
-    tag, content, _ = w.read_tlv(ctl["value"], 0)
-    items = w.children(content)
-    assert items[0][0] == 0x0A
-    return w.to_int(items[0][1])
 
 
 # ----------------------------------------------------------------------------- paged results

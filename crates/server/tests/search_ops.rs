@@ -1485,12 +1485,13 @@ fn sort_through_the_ordering_index_equals_sort_by_values() {
                 keys: SeqOf::from_items(&ctl_keys),
             },
             schema,
+            &|_| Some(true),
         )
         .unwrap();
         let mut fast = ids.clone();
-        sort_ids(&v, &mut fast, &spec);
+        sort_ids(&v, &mut fast, &spec, &mut |_, _| true);
         let mut slow = ids.clone();
-        sort_ids_by_values(&v, &mut slow, &spec);
+        sort_ids_by_values(&v, &mut slow, &spec, &mut |_, _| true);
         assert_eq!(fast, slow, "{keys:?}");
         // And through a search, as the administrator (no size limit).
         let r = req(
@@ -1523,6 +1524,55 @@ fn sort_through_the_ordering_index_equals_sort_by_values() {
             assert!(seq.windows(2).all(|w| w[0] <= w[1]), "{keys:?}");
         }
     }
+
+    // Access control on the keys. A type the requester may search on no entry fails the
+    // sort with insufficientAccessRights, naming the key.
+    let uid_number = [SortKey {
+        attribute: b"uidNumber",
+        ordering_rule: None,
+        reverse: false,
+    }];
+    let request = SortRequest {
+        keys: SeqOf::from_items(&uid_number),
+    };
+    let refused = parse_keys(&request, schema, &|_| Some(false)).unwrap_err();
+    assert_eq!(refused.code, ResultCode::INSUFFICIENT_ACCESS_RIGHTS);
+    assert_eq!(refused.attribute.as_deref(), Some(&b"uidNumber"[..]));
+    // A right that depends on the entry: the key is guarded, the index is not walked, and
+    // an entry the requester may not search on counts as without a value: it sorts with
+    // them, after every entry whose value counts, in ID order.
+    let spec = parse_keys(&request, schema, &|_| None).unwrap();
+    assert!(spec[0].guarded);
+    let uid_ty = schema.attribute_type("uidNumber").unwrap().id;
+    let mut asked = 0usize;
+    let mut guarded = ids.clone();
+    sort_ids(&v, &mut guarded, &spec, &mut |id, t| {
+        assert_eq!(t, uid_ty);
+        asked += 1;
+        id % 2 == 0
+    });
+    assert_eq!(asked, ids.len(), "every entry is asked once");
+    let mut slow = ids.clone();
+    sort_ids_by_values(&v, &mut slow, &spec, &mut |id, _| id % 2 == 0);
+    assert_eq!(guarded, slow);
+    let has_value = |id: u32| {
+        v.entry(id)
+            .is_some_and(|e| e.attrs().attribute(uid_ty).next().is_some())
+    };
+    let counted = ids.iter().filter(|&&id| id % 2 == 0 && has_value(id)).count();
+    assert!(counted > 100 && counted < ids.len() / 2);
+    assert!(guarded[..counted].iter().all(|&id| id % 2 == 0 && has_value(id)));
+    let rest = &guarded[counted..];
+    assert!(rest.windows(2).all(|w| w[0] < w[1]), "the rest in ID order");
+    // Without the guard, the odd entries with a value would be among the first.
+    let mut open = ids.clone();
+    sort_ids(
+        &v,
+        &mut open,
+        &parse_keys(&request, schema, &|_| Some(true)).unwrap(),
+        &mut |_, _| unreachable!("an unguarded key asks nothing"),
+    );
+    assert!(open[..counted].iter().any(|&id| id % 2 == 1));
 }
 
 // ---------------------------------------------------------------------------------------

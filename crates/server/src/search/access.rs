@@ -126,6 +126,25 @@ impl SearchAccess {
         }
     }
 
+    /// Whether the requester may search on type `t` of entry `id` (for a sort key whose
+    /// right depends on the entry).
+    pub(crate) fn searchable(
+        &self,
+        rules: &AccessRules,
+        version: &Version,
+        id: EntryId,
+        t: AttributeTypeId,
+    ) -> bool {
+        match self
+            .requester
+            .uniform(rules, What::Attribute(t), Privileges::SEARCH)
+        {
+            Some(b) => b,
+            None => EntryAccess::new(rules, &self.requester, Target::Stored { version, id })
+                .allows(What::Attribute(t), Privileges::SEARCH),
+        }
+    }
+
     /// Whether entry `id` is returned (`read` on `entry`).
     pub(crate) fn visible(&self, rules: &AccessRules, version: &Version, id: EntryId) -> bool {
         match self.visible {

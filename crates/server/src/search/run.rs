@@ -342,7 +342,9 @@ fn prepare_search(
     let paged_done = |cookie: &[u8]| paging.map(|_| paged_control(0, cookie));
     let sort = match sort_req {
         None => None,
-        Some((s, critical)) => match sort::parse_keys(s, schema) {
+        Some((s, critical)) => match sort::parse_keys(s, schema, &|t| {
+            requester.uniform(&dir.acl, What::Attribute(t), Privileges::SEARCH)
+        }) {
             Ok(keys) => Some(Ok(keys)),
             Err(f) if *critical => {
                 let mut controls = vec![sort_control(f.code, f.attribute.as_deref())];
@@ -923,7 +925,9 @@ impl WalkSearch {
                     return s.finish(sink, message_id, Err(e), None, 0, code);
                 }
             };
-            sort::sort_ids(v, &mut ids, keys);
+            sort::sort_ids(v, &mut ids, keys, &mut |id, t| {
+                s.access.searchable(rules, v, id, t)
+            });
             progress.source = Source::Sorted { ids, pos: 0 };
         }
 

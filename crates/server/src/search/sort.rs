@@ -10,11 +10,16 @@
 //!   cannot prepare do not count;
 //! - entries without a value sort after all others, i.e. the missing value is the largest
 //!   (RFC 2891 section 1.1), so they come first in reverse order;
-//! - ties on every key keep entry-ID order, so a sort is deterministic.
+//! - ties on every key keep entry-ID order, so a sort is deterministic;
+//! - access control: a sort must not tell a client the order of values it may not search
+//!   on (a filter on them is Undefined to it): a key whose type the requester may search on
+//!   no entry fails the sort with `insufficientAccessRights` (50), the sortResult RFC 2891
+//!   has for it; a key whose search right depends on the entry is `guarded`, and on the
+//!   entries the requester may not search it on the entry counts as without a value.
 //!
 //! How ([`sort_ids`]), on the IDs of the entries that matched the filter:
 //! 1. fast path, when the first key's type has an ordering index kept under the key's rule,
-//!    the key has no options and the matched entries are many (at least
+//!    the key has no options, is not guarded, and the matched entries are many (at least
 //!    [`SORT_INDEX_MIN`], and at least one [`SORT_INDEX_RATIO`]th of the index): walk the
 //!    index in key order and place each matched entry at its first (least) key; entries the
 //!    index does not hold are those without a value (or whose only values have keys
@@ -57,6 +62,9 @@ pub struct SortKeySpec {
     pub rule: &'static MatchingRule,
     /// Descending order.
     pub reverse: bool,
+    /// The requester's right to search on the type depends on the entry: each entry's
+    /// value counts only where it has that right.
+    pub guarded: bool,
 }
 
 /// Why a sort cannot be done: the `sortResult` of the SortResponse and a message.
@@ -70,8 +78,13 @@ pub struct SortFailure {
     pub message: String,
 }
 
-/// Resolves the keys of a sort request.
-pub fn parse_keys(req: &SortRequest<'_>, schema: &Schema) -> Result<Vec<SortKeySpec>, SortFailure> {
+/// Resolves the keys of a sort request. `searchable` is the requester's right to search on
+/// a type: `Some` when the same on every entry, `None` when it depends on the entry.
+pub fn parse_keys(
+    req: &SortRequest<'_>,
+    schema: &Schema,
+    searchable: &dyn Fn(AttributeTypeId) -> Option<bool>,
+) -> Result<Vec<SortKeySpec>, SortFailure> {
     let mut keys = Vec::new();
     for (i, k) in req.keys.iter().enumerate() {
         let attr = String::from_utf8_lossy(k.attribute);
@@ -119,11 +132,22 @@ pub fn parse_keys(req: &SortRequest<'_>, schema: &Schema) -> Result<Vec<SortKeyS
                 }
             },
         };
+        let guarded = match searchable(ty.id) {
+            Some(true) => false,
+            Some(false) => {
+                return Err(fail(
+                    ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
+                    format!("sort key `{attr}`: no right to search on this attribute type"),
+                ))
+            }
+            None => true,
+        };
         keys.push(SortKeySpec {
             ty: ty.id,
             options,
             rule,
             reverse: k.reverse,
+            guarded,
         });
     }
     Ok(keys)
@@ -175,8 +199,11 @@ fn cmp_keys(a: &[Option<Vec<u8>>], b: &[Option<Vec<u8>>], keys: &[SortKeySpec]) 
     Ordering::Equal
 }
 
+/// Whether the requester may search on type `ty` of entry `id` (asked for guarded keys).
+pub type MaySearch<'a> = dyn FnMut(EntryId, AttributeTypeId) -> bool + 'a;
+
 /// Sorts `ids` by the keys, every key computed per entry.
-fn sort_by_values(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec]) {
+fn sort_by_values(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec], may: &mut MaySearch<'_>) {
     let mut scratch = Vec::new();
     let mut items: Vec<(Vec<Option<Vec<u8>>>, EntryId)> = ids
         .iter()
@@ -184,7 +211,12 @@ fn sort_by_values(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec]) 
             let values = match version.entry(id) {
                 Some(e) => keys
                     .iter()
-                    .map(|k| least_key(e.attrs(), k, &mut scratch))
+                    .map(|k| {
+                        if k.guarded && !may(id, k.ty) {
+                            return None;
+                        }
+                        least_key(e.attrs(), k, &mut scratch)
+                    })
                     .collect(),
                 None => vec![None; keys.len()],
             };
@@ -218,9 +250,14 @@ impl Bits {
 
 /// Step 1 of the module documentation; false when the fast path does not apply (then
 /// `ids` is unchanged).
-fn sort_by_index(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec]) -> bool {
+fn sort_by_index(
+    version: &Version,
+    ids: &mut [EntryId],
+    keys: &[SortKeySpec],
+    may: &mut MaySearch<'_>,
+) -> bool {
     let Some(first) = keys.first() else { return false };
-    if ids.len() < SORT_INDEX_MIN || !first.options.is_empty() {
+    if ids.len() < SORT_INDEX_MIN || !first.options.is_empty() || first.guarded {
         return false;
     }
     let schema = version.schema();
@@ -280,7 +317,7 @@ fn sort_by_index(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec]) -
     let rest = &keys[1..];
     if !rest.is_empty() {
         for run in runs.iter_mut().filter(|r| r.len() > 1) {
-            sort_by_values(version, run, rest);
+            sort_by_values(version, run, rest, may);
         }
     }
     if first.reverse {
@@ -292,17 +329,23 @@ fn sort_by_index(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec]) -
     true
 }
 
-/// Sorts the IDs of matched entries by `keys` (see the module documentation).
-pub fn sort_ids(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec]) {
+/// Sorts the IDs of matched entries by `keys` (see the module documentation); `may` is
+/// asked for guarded keys only.
+pub fn sort_ids(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec], may: &mut MaySearch<'_>) {
     if keys.is_empty() {
         return;
     }
-    if !sort_by_index(version, ids, keys) {
-        sort_by_values(version, ids, keys);
+    if !sort_by_index(version, ids, keys, may) {
+        sort_by_values(version, ids, keys, may);
     }
 }
 
 /// The same order computed only by values (step 2), for tests comparing the two paths.
-pub fn sort_ids_by_values(version: &Version, ids: &mut [EntryId], keys: &[SortKeySpec]) {
-    sort_by_values(version, ids, keys);
+pub fn sort_ids_by_values(
+    version: &Version,
+    ids: &mut [EntryId],
+    keys: &[SortKeySpec],
+    may: &mut MaySearch<'_>,
+) {
+    sort_by_values(version, ids, keys, may);
 }
