@@ -352,6 +352,41 @@ def test_sort_keys_follow_the_search_right_of_each_entry(custom):
         c.unbind()
 
 
+@pytest.mark.larch_only("Larch's rule language in a second server's configuration")
+def test_missing_entries_name_a_matched_entry_only_to_who_may_know_it(custom):
+    # ou=secret is disclosed to users, hidden from anonymous clients: an operation on a
+    # name below cn=plans,ou=secret that does not exist answers noSuchObject, with
+    # cn=plans as matchedDN only for a requester with disclose on it (as a search).
+    plans = f"cn=plans,{SECRET}"
+    missing = f"cn=missing,{plans}"
+    anon = connect(custom)
+    bob = bound(custom, BOB, "bob-pw")
+    admin = bound(custom, custom.admin_dn, custom.admin_pw)
+
+    def attempts(conn):
+        yield lambda: conn.delete(missing)
+        yield lambda: conn.modify(missing, {"description": [(MODIFY_REPLACE, ["x"])]})
+        yield lambda: conn.compare(missing, "cn", "missing")
+        yield lambda: conn.modify_dn(missing, "cn=other")
+        yield lambda: conn.add(f"cn=new,{missing}", attributes={"objectClass": "organizationalRole", "cn": "new"})
+        yield lambda: conn.modify_dn(ALICE, "uid=alice", new_superior=missing)
+        yield lambda: conn.search(missing, "(objectClass=*)")
+
+    for conn, shown in ((anon, ""), (bob, plans), (admin, plans)):
+        for i, attempt in enumerate(attempts(conn)):
+            attempt()
+            if i in (4, 5) and conn is not admin:
+                # Neither may add below ou=secret nor move alice at all: refused before
+                # the parent is looked up, naming nothing.
+                assert_result(conn, "insufficientAccessRights")
+                assert conn.result["dn"] == ""
+                continue
+            assert_result(conn, "noSuchObject")
+            assert conn.result["dn"].lower() == shown, (i, conn.result)
+    for c in (anon, bob, admin):
+        c.unbind()
+
+
 @pytest.mark.larch_only("slapd needs authz-policy for proxied authorization; Larch's access_proxy")
 def test_proxied_authorization(custom):
     bob = bound(custom, BOB, "bob-pw")

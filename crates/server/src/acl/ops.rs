@@ -283,6 +283,24 @@ impl<'a> OpAccess<'a> {
         Ok(())
     }
 
+    /// The matchedDN of a name that does not exist in `version`, whose deepest existing
+    /// ancestor is `matched`: that entry's DN when the requester has `disclose` on it,
+    /// else empty, as in a search (and as slapd's back-monitor and back-sql answer): the
+    /// error does not name an entry the requester may not know of.
+    pub fn matched_dn(&self, version: &Version, matched: Option<EntryId>) -> String {
+        match matched {
+            Some(m)
+                if self.requester.is_admin()
+                    || self
+                        .entry(Target::Stored { version, id: m })
+                        .allows(What::Entry, Privileges::DISCLOSE) =>
+            {
+                version.dn(m)
+            }
+            _ => String::new(),
+        }
+    }
+
     /// Compare of type `ty` on entry `id`, named `shown` in the request.
     pub fn check_compare(
         &self,

@@ -177,6 +177,7 @@ pub fn apply_add(
     }
     let shown = entry.dn.to_string();
     let version = txn.version();
+    let access = ctx.access(version);
     if version.find(&entry.norm_dn).is_some() {
         return Err(OpError::new(
             ResultCode::ENTRY_ALREADY_EXISTS,
@@ -188,7 +189,7 @@ pub fn apply_add(
             if let Lookup::Missing { matched } = version.lookup(&parent) {
                 let parent_shown = entry.dn.parent().map(|p| p.to_string()).unwrap_or_default();
                 return Err(OpError {
-                    matched_dn: matched.map(|m| version.dn(m)).unwrap_or_default(),
+                    matched_dn: access.matched_dn(version, matched),
                     ..OpError::new(
                         ResultCode::NO_SUCH_OBJECT,
                         format!("cannot add `{shown}`: the parent entry `{parent_shown}` does not exist"),
@@ -197,7 +198,6 @@ pub fn apply_add(
             }
         }
     }
-    let access = ctx.access(version);
     access.check_add(version, &entry, naming_context)?;
     let stored = entry.to_stored();
     let id = txn.add(&entry.dn, &entry.norm_dn, &stored, naming_context)?;

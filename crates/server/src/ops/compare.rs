@@ -75,8 +75,8 @@ pub fn compare(
             format!("compare of `{description}`: the value does not conform to the assertion syntax"),
         ));
     }
-    let id = find_entry(version, &norm, &shown)?;
     let access = OpAccess::new(&dir.acl, identity, client, version);
+    let id = find_entry(version, &norm, &shown, &access)?;
     access.check_compare(version, id, t.id, &shown)?;
     if let Some(a) = PreparedAssertion::new(controls, schema) {
         a.check_stored(version, id, &dir.optypes, &access)?;

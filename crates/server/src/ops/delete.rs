@@ -79,8 +79,8 @@ pub fn apply_delete(
     let dir = ctx.dir;
     let shown = op.dn.to_string();
     let version = txn.version();
-    let id = find_entry(version, &op.norm, &shown)?;
     let access = ctx.access(version);
+    let id = find_entry(version, &op.norm, &shown, &access)?;
     access.check_delete(version, id)?;
     if let Some(a) = &op.assertion {
         a.check_stored(version, id, &dir.optypes, &access)?;

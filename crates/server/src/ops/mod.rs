@@ -20,7 +20,8 @@
 //!   nothing: every check precedes the first change, and the store's own checks (parent,
 //!   name, leaf) run before it changes anything;
 //! - failures are [`OpError`]s carrying the RFC 4511 result code and, for
-//!   `noSuchObject`, the DN of the deepest existing ancestor as matchedDN;
+//!   `noSuchObject`, the DN of the deepest existing ancestor as matchedDN when the
+//!   requester has `disclose` on it (`OpAccess::matched_dn`), else none;
 //! - responses are not written here: `apply_*` returns the response controls (pre-read,
 //!   post-read) and the connection encodes the result;
 //! - referrals are decided before these functions are called; access control
@@ -161,14 +162,20 @@ fn is_subschema(norm: &NormDn, schema: &Schema) -> bool {
     NormDn::from_text(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|s| &s == norm)
 }
 
-/// The entry named `norm` in `version`; `noSuchObject` naming `shown`, with the deepest
-/// existing ancestor as matchedDN, when there is none.
-pub(crate) fn find_entry(version: &Version, norm: &NormDn, shown: &str) -> Result<EntryId, OpError> {
+/// The entry named `norm` in `version`; `noSuchObject` naming `shown` when there is none,
+/// with the deepest existing ancestor as matchedDN when the requester may know of it
+/// ([`OpAccess::matched_dn`]).
+pub(crate) fn find_entry(
+    version: &Version,
+    norm: &NormDn,
+    shown: &str,
+    access: &OpAccess<'_>,
+) -> Result<EntryId, OpError> {
     match version.lookup(norm) {
         Lookup::Found(id) => Ok(id),
         Lookup::Missing { matched } => Err(OpError::no_such_object(
             shown,
-            matched.map(|m| version.dn(m)).unwrap_or_default(),
+            access.matched_dn(version, matched),
         )),
     }
 }

@@ -113,9 +113,9 @@ pub fn apply_modify(
     let schema = &*dir.schema;
     let shown = op.dn.to_string();
     let version = txn.version();
-    let id = find_entry(version, &op.norm, &shown)?;
-    let changes: SeqOf<'_, Change<'_>> = SeqOf::decode_contents(&op.changes)?;
     let access = ctx.access(version);
+    let id = find_entry(version, &op.norm, &shown, &access)?;
+    let changes: SeqOf<'_, Change<'_>> = SeqOf::decode_contents(&op.changes)?;
     access.check_modify(version, id, changes)?;
     if let Some(a) = &op.assertion {
         a.check_stored(version, id, &dir.optypes, &access)?;

@@ -201,13 +201,14 @@ pub fn apply_modify_dn(
     let shown = op.dn.to_string();
     let new_shown = op.new_dn.to_string();
     let version = txn.version();
-    let id = find_entry(version, &op.norm, &shown)?;
+    let access = ctx.access(version);
+    let id = find_entry(version, &op.norm, &shown, &access)?;
     if !op.naming_context {
         if let Some(parent) = op.new_norm.parent() {
             if let Lookup::Missing { matched } = version.lookup(&parent) {
                 let parent_shown = op.new_dn.parent().map(|p| p.to_string()).unwrap_or_default();
                 return Err(OpError {
-                    matched_dn: matched.map(|m| version.dn(m)).unwrap_or_default(),
+                    matched_dn: access.matched_dn(version, matched),
                     ..OpError::new(
                         ResultCode::NO_SUCH_OBJECT,
                         format!("cannot move `{shown}`: the new superior `{parent_shown}` does not exist"),
@@ -216,7 +217,6 @@ pub fn apply_modify_dn(
             }
         }
     }
-    let access = ctx.access(version);
     check_access(&access, version, id, &op)?;
     if let Some(a) = &op.assertion {
         a.check_stored(version, id, &dir.optypes, &access)?;

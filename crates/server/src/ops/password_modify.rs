@@ -167,7 +167,7 @@ pub fn prepare_password_modify(
             }
             return Err(OpError::no_such_object(
                 &shown,
-                matched.map(|m| version.dn(m)).unwrap_or_default(),
+                ctx.access(version).matched_dn(version, matched),
             ));
         }
     };
@@ -247,7 +247,7 @@ pub fn apply_password_modify(
     let schema = &*dir.schema;
     let shown = op.dn.to_string();
     let version = txn.version();
-    let id = super::find_entry(version, &op.norm, &shown)?;
+    let id = super::find_entry(version, &op.norm, &shown, &ctx.access(version))?;
     let view = version
         .entry(id)
         .ok_or_else(|| OpError::no_such_object(&shown, ""))?;
