@@ -21,7 +21,8 @@
 #      then slapd, ...), so that both meet the same state of a shared, noisy machine; the
 #      table gives each server's median round (by ops/s; the lower middle one for an even
 #      count) and, with several rounds, the ratio of each round;
-#   6. prints the table (Markdown), and with --update-docs replaces the block between
+#   6. prints the tables (Markdown; one gives each server's CPU per operation and the part
+#      of it spent in the kernel, from /proc/PID/stat), and with --update-docs replaces the block between
 #      `<!-- compare:N:begin -->` and `<!-- compare:N:end -->` in docs/benchmarks.md.
 # slapd is stopped by its PID (trap), never by name.
 #
@@ -603,6 +604,24 @@ table() {
       "$(field server_cores "$l")" "$(field server_us_per_op "$l")" "$(cpu_pct "$l" "$server_cpu")" \
       "$(field client_cores "$l")" "$(cpu_pct "$l" "$client_cpu")" "$others" \
       "$(field errors "$l")" "$(larch_cell "$lar")" "$lar_lat" "$lar_us" "$(ratio "$lar_ops" "$s_ops")" "$by_round"
+  done
+  echo
+  echo "The server's CPU per operation (median round) and the part of it spent in the kernel (system"
+  echo "calls and the network stack, which both servers pay for the same packets):"
+  echo
+  echo "| workload | slapd µs/op | of which kernel | Larch µs/op | of which kernel | Larch kernel share |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+  for w in "${workloads[@]}"; do
+    l=${result[slapd,$w]}
+    local lk=(- - -)
+    if [ "$larch_ok" = 1 ]; then
+      local ll=${result[larch,$w]}
+      lk=("$(field server_us_per_op "$ll")" "$(field server_kernel_us_per_op "$ll")"
+          "$(awk -v t="$(field server_us_per_op "$ll")" -v k="$(field server_kernel_us_per_op "$ll")" \
+             'BEGIN { if (t > 0) printf "%.0f%%", 100 * k / t; else print "-" }')")
+    fi
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$(label "$w")" "$(field server_us_per_op "$l")" \
+      "$(field server_kernel_us_per_op "$l")" "${lk[@]}"
   done
   echo
   echo "| measure | slapd | Larch | ratio |"

@@ -290,6 +290,8 @@ pub struct CpuUse {
     pub cores: f64,
     /// CPU microseconds per completed operation.
     pub us_per_op: f64,
+    /// Of them, microseconds in the kernel (system calls, the network stack).
+    pub kernel_us_per_op: f64,
 }
 
 impl CpuUse {
@@ -301,6 +303,7 @@ impl CpuUse {
             system_secs: spent.system.as_secs_f64(),
             cores: ratio(total, elapsed.as_secs_f64()),
             us_per_op: ratio(total * 1e6, ops as f64),
+            kernel_us_per_op: ratio(spent.system.as_secs_f64() * 1e6, ops as f64),
         }
     }
 }
@@ -508,21 +511,25 @@ impl Report {
     /// One line of `key=value` pairs (no spaces in values) for shell scripts:
     /// `ops=... ops_per_sec=... ok=... errors=... p50_us=... p90_us=... p99_us=...
     /// p999_us=... max_us=... client_cores=... client_us_per_op=... server_cores=...
-    /// server_us_per_op=... server_rss_kib=... machine_cores=... steal_cores=... cpu_busy=...
+    /// server_us_per_op=... server_kernel_us_per_op=... server_rss_kib=... machine_cores=... steal_cores=... cpu_busy=...
     /// transport=... tls_version=... tls_cipher=... tls_group=... tls_verified=... tls_full=...
     /// tls_resumed=... tls_hrr=... tls_other=...` (the server fields are `-` without a PID;
     /// the TLS fields are `-` for plain LDAP; `tls_full`, `tls_resumed` and `tls_hrr` count
     /// the handshakes of operations started in the measured window, `tls_other` the rest).
     pub fn to_line(&self) -> String {
         let l = &self.latency;
-        let (sc, su) = match &self.server_cpu {
-            Some(c) => (format!("{:.3}", c.cores), format!("{:.2}", c.us_per_op)),
-            None => ("-".into(), "-".into()),
+        let (sc, su, sk) = match &self.server_cpu {
+            Some(c) => (
+                format!("{:.3}", c.cores),
+                format!("{:.2}", c.us_per_op),
+                format!("{:.2}", c.kernel_us_per_op),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
         };
         let mut line = format!(
             "ops={} ops_per_sec={:.1} ok={} errors={} p50_us={:.1} p90_us={:.1} p99_us={:.1} p999_us={:.1} \
              max_us={:.1} client_cores={:.3} client_us_per_op={:.2} server_cores={sc} server_us_per_op={su} \
-             server_rss_kib={} machine_cores={} steal_cores={} cpu_busy={}",
+             server_kernel_us_per_op={sk} server_rss_kib={} machine_cores={} steal_cores={} cpu_busy={}",
             self.ops,
             self.ops_per_sec,
             self.ok,
@@ -825,7 +832,8 @@ mod tests {
         );
         assert!(
             line.contains(
-                "server_cores=- server_us_per_op=- server_rss_kib=- machine_cores=- steal_cores=- cpu_busy=- "
+                "server_cores=- server_us_per_op=- server_kernel_us_per_op=- server_rss_kib=- machine_cores=- \
+                 steal_cores=- cpu_busy=- "
             ),
             "{line}"
         );
@@ -851,6 +859,7 @@ mod tests {
         let c = CpuUse::new(spent, Duration::from_secs(4), 100_000);
         assert!((c.cores - 0.5).abs() < 1e-9);
         assert!((c.us_per_op - 20.0).abs() < 1e-9);
+        assert!((c.kernel_us_per_op - 5.0).abs() < 1e-9);
         assert_eq!(CpuUse::new(spent, Duration::ZERO, 0).cores, 0.0);
         let mut s = Stats::new();
         s.record(OpKind::Auth, Duration::from_secs(7200), ResultCode::SUCCESS, 1);
@@ -870,6 +879,12 @@ mod tests {
         assert_eq!(r.machine_cores, Some(5.0));
         assert_eq!(r.cpu_busy, vec![1.0, 0.5]);
         assert!(r.to_line().contains(" cpu_busy=1.000,0.500 "), "{}", r.to_line());
+        assert!(
+            r.to_line()
+                .contains(" server_us_per_op=2000000.00 server_kernel_us_per_op=500000.00 "),
+            "{}",
+            r.to_line()
+        );
         assert!(r.to_text().contains("cpu0 100%, cpu1 50%"), "{}", r.to_text());
         assert!(
             r.to_text()
