@@ -122,3 +122,17 @@ def test_pipelined_writes_are_all_applied(server, admin, subtree):
         c.close()
     admin.search(subtree, "(objectClass=person)", attributes=["1.1"])
     assert len([e for e in admin.response if e["type"] == "searchResEntry"]) == 50
+
+
+def test_unbind_behind_a_request_answers_it_then_ends_the_stream_cleanly(server):
+    # A search and an Unbind in one segment: the search is answered, then the server
+    # closes with an orderly end of stream (FIN), not a reset, so a client reading after
+    # its Unbind sees EOF.
+    c = w.RawConnection(server.host, server.port)
+    c.send(w.message(1, w.search("", scope=w.SCOPE_BASE, attrs=["1.1"])) + w.message(2, w.unbind()))
+    entry, done = c.recv(), c.recv()
+    assert entry.msgid == 1 and entry.op == w.SEARCH_ENTRY
+    assert done.msgid == 1 and done.op == w.SEARCH_DONE and done.code == 0
+    c.sock.settimeout(10)
+    assert c.sock.recv(1) == b""  # ConnectionResetError here would be a reset
+    c.close()

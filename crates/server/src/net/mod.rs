@@ -12,6 +12,7 @@
 //! The caller then closes the store, which writes a snapshot.
 
 pub mod limits;
+pub mod listener;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -121,7 +122,7 @@ pub async fn run(
             return Err(ServeError::NoTls(text));
         }
         let host = url.host.trim_start_matches('[').trim_end_matches(']');
-        let listener = TcpListener::bind((host, url.port))
+        let listener = listener::bind(host, url.port)
             .await
             .map_err(|source| ServeError::Bind { url: text, source })?;
         listeners.push((listener, url.tls));

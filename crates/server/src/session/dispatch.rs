@@ -223,6 +223,7 @@ impl Session {
             ProtocolOp::UnbindRequest => {
                 self.inflight.abandon_all();
                 self.stop_reading = true;
+                self.unbound = true;
             }
             ProtocolOp::AbandonRequest(req) => {
                 if let Some(op) = self.inflight.get(req.message_id) {

@@ -121,6 +121,8 @@ pub(crate) struct Session {
     done_tx: DoneSender,
     /// Set when the connection must stop reading (Unbind, an undecodable PDU).
     stop_reading: bool,
+    /// An Unbind was received.
+    unbound: bool,
     /// The certificate the client presented in the TLS handshake (SASL EXTERNAL).
     peer_cert: Option<CertificateDer<'static>>,
     /// Set when StartTLS succeeded: the handshake follows once the response is sent.
@@ -138,6 +140,8 @@ pub async fn serve(
     closing: Arc<Closing>,
     inflight: Arc<InFlight>,
 ) {
+    // On Linux the socket has TCP_NODELAY from its listener (`net::listener`).
+    #[cfg(not(target_os = "linux"))]
     let _ = stream.set_nodelay(true);
     let (conn, peer_cert) = if ctx.ldaps {
         let Some(tls) = ctx.dir.tls.clone() else { return };
@@ -174,6 +178,7 @@ pub async fn serve(
         out_tx,
         done_tx,
         stop_reading: false,
+        unbound: false,
         peer_cert,
         start_tls: false,
         last_base: LastBase::default(),
@@ -193,6 +198,9 @@ pub async fn serve(
     let idle = tokio::time::sleep(idle_timeout.unwrap_or(Duration::ZERO));
     tokio::pin!(closed, drained, idle);
     let mut last_read = Instant::now();
+    // The client ended the session itself (Unbind, or end of stream): nothing unread is
+    // left that a close could turn into a reset.
+    let mut client_left = false;
     loop {
         if buf.len() == buf.capacity() {
             buf.reserve(READ_CHUNK);
@@ -219,7 +227,11 @@ pub async fn serve(
             }
         };
         match read {
-            Ok(0) | Err(_) => break,
+            Ok(0) => {
+                client_left = true;
+                break;
+            }
+            Err(_) => break,
             Ok(_) => {}
         }
         if closing.is_closed() || drain_flag.has_changed().unwrap_or(true) {
@@ -288,10 +300,18 @@ pub async fn serve(
     if closing.is_closed() {
         session.inflight.abandon_all();
     }
+    let client_left = client_left || session.unbound;
     drop(session);
     if let Some(writer) = writer {
         if let Ok(Some(mut socket)) = writer.await {
-            let _ = tokio::time::timeout(limits.write_timeout, socket.shutdown()).await;
+            if client_left {
+                socket.finish_after_client_left(limits.write_timeout).await;
+            } else {
+                // The server ends the session (an error's Notice of Disconnection, the
+                // idle timeout, shutdown): a shutdown sends the FIN after everything
+                // written, even if unread requests make the close a reset.
+                let _ = tokio::time::timeout(limits.write_timeout, socket.shutdown()).await;
+            }
         }
     }
     closing.close();

@@ -65,6 +65,22 @@ pub(crate) fn reunite(r: ConnRead, w: ConnWrite) -> Option<TcpStream> {
     }
 }
 
+impl ConnWrite {
+    /// Ends the connection's sending side after the client has left (it sent an Unbind or
+    /// closed its side): TLS sends its close_notify (RFC 8446 requires it before closing)
+    /// and shuts TCP down; a plain connection sends nothing, since closing the socket, once
+    /// the read half is dropped too, sends the same FIN a shutdown would (one system call
+    /// less per connection).
+    pub(crate) async fn finish_after_client_left(self, timeout: std::time::Duration) {
+        match self {
+            ConnWrite::Plain(w) => w.forget(),
+            mut tls @ ConnWrite::Tls(_) => {
+                let _ = tokio::time::timeout(timeout, tokio::io::AsyncWriteExt::shutdown(&mut tls)).await;
+            }
+        }
+    }
+}
+
 impl AsyncRead for ConnRead {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
