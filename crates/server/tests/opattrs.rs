@@ -4,8 +4,6 @@
 //! import path keeping LDIF values, and computed attributes on a real store.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,6 +23,9 @@ use larch_store::storage::FsStorage;
 use larch_store::{Store, StoreOptions};
 use proptest::prelude::*;
 
+mod common;
+use common::fresh_data_dir;
+
 fn schema() -> Arc<Schema> {
     static S: OnceLock<Arc<Schema>> = OnceLock::new();
     Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
@@ -36,17 +37,6 @@ fn at(name: &str) -> AttributeTypeId {
 
 fn unix(secs: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(secs)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "larch-server-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 fn entry(dn: &str, attrs: &[(&str, &str)]) -> Entry {
@@ -488,7 +478,7 @@ fn preserve_existing_keeps_ldif_values_and_fills_the_rest() {
 
 #[test]
 fn import_hook_adds_and_keeps_operational_attributes() {
-    let dir = temp_dir("import");
+    let dir = fresh_data_dir("import");
     let ldif = "dn: dc=example,dc=com\nobjectClass: dcObject\nobjectClass: organization\ndc: example\n\
                 o: Example\nentryUUID: 597ae2f6-16a6-1027-98f4-d28b5365dc14\n\n\
                 dn: cn=a,dc=example,dc=com\nobjectClass: person\ncn: a\nsn: A\n\n\
@@ -561,7 +551,7 @@ fn import_hook_adds_and_keeps_operational_attributes() {
 #[test]
 fn computed_attributes_on_a_store() {
     let s = schema();
-    let dir = temp_dir("computed");
+    let dir = fresh_data_dir("computed");
     let mut o = StoreOptions::new(&dir, schema());
     o.snapshot_interval = None;
     let (store, _) = Store::open(o).unwrap();

@@ -4,8 +4,6 @@
 //! the matching entries (precision), and each planning rule gives the candidates it should.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use larch_model::dn::NormDn;
@@ -18,23 +16,15 @@ use larch_store::index::{IndexConfig, IndexKinds};
 use larch_store::{EntryId, Store, StoreOptions, Version};
 use proptest::prelude::*;
 
+mod common;
+use common::fresh_data_dir;
+
 /// Persons in the directory.
 const PERSONS: usize = 300;
 
 fn schema() -> Arc<Schema> {
     static S: OnceLock<Arc<Schema>> = OnceLock::new();
     Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "larch-server-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 const EQ: IndexKinds = IndexKinds::EQUALITY;
@@ -114,7 +104,7 @@ fn fixture() -> &'static Fixture {
 
 fn build() -> Fixture {
     let s = schema();
-    let dir = temp_dir("planner");
+    let dir = fresh_data_dir("planner");
     let mut options = StoreOptions::new(&dir, schema());
     options.snapshot_interval = None;
     options.indexes = index_config(&s);

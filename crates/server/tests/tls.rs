@@ -12,7 +12,6 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,7 +32,7 @@ use larch_server::net::Bound;
 use larch_server::tls::{demo, server_config, TlsError, TlsState};
 
 mod common;
-use common::test_store;
+use common::{fresh_data_dir, test_store};
 use rcgen::{
     date_time_ymd, BasicConstraints, CertificateParams, DistinguishedName, DnType, DnValue, IsCa, Issuer,
     KeyPair, KeyUsagePurpose, SerialNumber,
@@ -50,13 +49,7 @@ struct Temp(PathBuf);
 
 impl Temp {
     fn new(what: &str) -> Temp {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "larch-tls-{what}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
+        let p = fresh_data_dir(&format!("tls-{what}"));
         std::fs::create_dir_all(&p).unwrap();
         Temp(p)
     }
