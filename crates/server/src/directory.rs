@@ -36,6 +36,7 @@ use crate::auth::throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
+use crate::outcome::Observers;
 use crate::search::class::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
 use crate::tls::{TlsError, TlsState};
 
@@ -110,6 +111,9 @@ pub struct Directory {
     pub referral_class: Option<IndexedClass>,
     /// The `alias` class (RFC 4512) with its index keys; `None` when the schema lacks it.
     pub alias_class: Option<IndexedClass>,
+    /// Who is told how every operation ended and what happened to every connection (the
+    /// access log; see [`crate::outcome`]).
+    pub observers: Observers,
 }
 
 impl Directory {
@@ -147,6 +151,7 @@ impl Directory {
             acl,
             referral_class,
             alias_class,
+            observers: Observers::default(),
         };
         let mut startup = Startup {
             report,

@@ -31,6 +31,7 @@ pub mod identity;
 pub mod net;
 pub mod opattrs;
 pub mod ops;
+pub mod outcome;
 pub mod response;
 pub mod search;
 pub mod session;

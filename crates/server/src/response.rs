@@ -1,10 +1,9 @@
-//! Writing responses: the encoding helpers every operation uses, and [`ResponseSink`],
-//! where a search puts its entries.
+//! Writing messages: the encoding helpers under the one response encoder
+//! ([`crate::outcome::respond`]), and [`ResponseSink`], where a search puts its entries.
 
 use larch_proto::{LdapMessage, LdapResult, MessageId, ProtocolOp, SeqOf};
 
 use crate::controls::ResponseControl;
-use crate::error::OpError;
 
 /// Where a search writes its responses.
 ///
@@ -79,46 +78,4 @@ pub fn write_message(
         },
     };
     msg.encode(out);
-}
-
-/// Appends a response of kind `response_tag` (see [`result_op`]) with result `success`
-/// and `controls`.
-pub fn write_success(
-    out: &mut Vec<u8>,
-    message_id: MessageId,
-    response_tag: u8,
-    controls: &[ResponseControl],
-) {
-    write_message(
-        out,
-        message_id,
-        result_op(response_tag, LdapResult::success()),
-        controls,
-    );
-}
-
-/// Appends a response of kind `response_tag` (see [`result_op`]) carrying `error`, with
-/// `controls`.
-pub fn write_error(
-    out: &mut Vec<u8>,
-    message_id: MessageId,
-    response_tag: u8,
-    error: &OpError,
-    controls: &[ResponseControl],
-) {
-    error.with_result(|r| write_message(out, message_id, result_op(response_tag, r), controls));
-}
-
-/// Appends a response of kind `response_tag` for `result`: success or the error.
-pub fn write_result(
-    out: &mut Vec<u8>,
-    message_id: MessageId,
-    response_tag: u8,
-    result: &Result<(), OpError>,
-    controls: &[ResponseControl],
-) {
-    match result {
-        Ok(()) => write_success(out, message_id, response_tag, controls),
-        Err(e) => write_error(out, message_id, response_tag, e, controls),
-    }
 }

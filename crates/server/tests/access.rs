@@ -490,14 +490,15 @@ impl Harness {
         };
         let mut sink = CollectSink::default();
         match prepare(&ctx, &req, &RequestControls::default(), &self.paged) {
-            Err(e) => larch_server::response::write_error(
+            Err(e) => larch_server::outcome::respond::write(
                 sink.buf(),
                 1,
                 larch_proto::op_tag::SEARCH_RESULT_DONE,
-                &e,
-                &[],
+                &e.into(),
             ),
-            Ok(p) => p.run(&self.dir, 1, &mut sink, &self.paged),
+            Ok(p) => p
+                .run(&self.dir, 1, &mut sink, &self.paged)
+                .write_done(&mut sink.out, 1),
         }
         let mut answer = Answer::default();
         let mut rest = &sink.out[..];

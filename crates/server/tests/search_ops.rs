@@ -370,17 +370,17 @@ fn search_with(fx: &Fx, id: &Identity, r: &Req, ctls: &[Ctl], sink: &mut dyn Res
     let mut answer = Answer::default();
     match prepare(&ctx, &request, &rc, &fx.paged) {
         Err(e) => {
-            larch_server::response::write_error(
+            larch_server::outcome::respond::write(
                 sink.buf(),
                 MESSAGE_ID,
                 larch_proto::op_tag::SEARCH_RESULT_DONE,
-                &e,
-                &[],
+                &e.into(),
             );
         }
         Ok(p) => {
             answer.small = p.is_small();
-            p.run(&fx.dir, MESSAGE_ID, sink, &fx.paged);
+            p.run(&fx.dir, MESSAGE_ID, sink, &fx.paged)
+                .write_done(sink.buf(), MESSAGE_ID);
         }
     }
     let out = std::mem::take(sink.buf());

@@ -27,6 +27,7 @@ mod bind_throttle;
 mod duration;
 mod error;
 mod listen;
+mod logs;
 mod password;
 mod raw;
 mod sasl;
@@ -53,6 +54,10 @@ pub use bind_throttle::{
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
 pub use listen::ListenUrl;
+pub use logs::{
+    AccessLogFormat, AccessLogLevel, AccessLogSettings, DEFAULT_ACCESS_LOG_FILE, DEFAULT_ACCESS_LOG_KEEP,
+    DEFAULT_ACCESS_LOG_MAX_SIZE_MB, DEFAULT_ACCESS_LOG_ROTATE_EVERY,
+};
 pub use password::{DefaultScheme, PasswordSettings};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
@@ -180,6 +185,19 @@ pub struct ServerConfig {
     pub bind_throttle: BindThrottleSettings,
     /// `[[access]]` and `[access_proxy]`: access control (no rules: the default policy).
     pub access: AccessConfig,
+    /// `[access_log]`: the access log.
+    pub access_log: AccessLogSettings,
+}
+
+impl ServerConfig {
+    /// The access log's file: `access_log.path`, or [`DEFAULT_ACCESS_LOG_FILE`] below the
+    /// data directory.
+    pub fn access_log_path(&self) -> PathBuf {
+        match &self.access_log.path {
+            Some(p) => p.clone(),
+            None => self.server.data_dir.join(DEFAULT_ACCESS_LOG_FILE),
+        }
+    }
 }
 
 /// `[server]`.
@@ -306,6 +324,7 @@ impl Default for ServerConfig {
             password: PasswordSettings::default(),
             bind_throttle: BindThrottleSettings::default(),
             access: AccessConfig::default(),
+            access_log: AccessLogSettings::default(),
         }
     }
 }
@@ -382,6 +401,9 @@ impl ServerConfig {
             }
             if let Some(t) = &mut config.tls {
                 t.resolve_paths(base);
+            }
+            if let Some(p) = &mut config.access_log.path {
+                *p = base.join(&*p);
             }
         }
         adjust(&mut config);
@@ -544,6 +566,9 @@ impl ServerConfig {
             c.bind_throttle = BindThrottleSettings::from_raw(t)?;
         }
         c.access = access::parse(raw.access, raw.access_proxy)?;
+        if let Some(l) = raw.access_log {
+            c.access_log = AccessLogSettings::from_raw(l)?;
+        }
         Ok(c)
     }
 
@@ -599,6 +624,7 @@ impl ServerConfig {
         }
         self.validate_limits()?;
         self.bind_throttle.validate()?;
+        self.access_log.validate()?;
         let env = &self.directory.admin_password_env;
         let env_ok = env
             .bytes()

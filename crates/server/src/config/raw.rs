@@ -23,6 +23,7 @@ pub(crate) struct RawConfig {
     pub sasl: Option<super::sasl::RawSasl>,
     pub password: Option<super::password::RawPassword>,
     pub bind_throttle: Option<super::bind_throttle::RawBindThrottle>,
+    pub access_log: Option<super::logs::RawAccessLog>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.

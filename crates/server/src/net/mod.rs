@@ -21,13 +21,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use larch_proto::exop::notice_with_code;
 use larch_proto::ResultCode;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::directory::Directory;
+use crate::outcome::{respond, ConnectionEvent};
 use crate::session::inflight::InFlight;
 use crate::session::{self, Closing, ConnectionContext};
 use limits::ConnectionLimits;
@@ -77,10 +77,13 @@ struct Registry {
 }
 
 impl Registry {
-    fn insert(&self, closing: Arc<Closing>, inflight: Arc<InFlight>) -> u64 {
-        let key = self.next.fetch_add(1, Ordering::Relaxed);
+    /// The number of the next connection (accepted or refused), from 1.
+    fn next_conn(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn insert(&self, key: u64, closing: Arc<Closing>, inflight: Arc<InFlight>) {
         self.lock().insert(key, (closing, inflight));
-        key
     }
 
     fn remove(&self, key: u64) {
@@ -182,15 +185,18 @@ async fn accept_loop(
                 continue;
             }
         };
+        let conn = registry.next_conn();
         match limits.admit(peer.ip()) {
             Ok(slot) => {
                 let closing = Arc::new(Closing::default());
                 let inflight = Arc::new(InFlight::default());
-                let key = registry.insert(closing.clone(), inflight.clone());
+                let key = conn;
+                registry.insert(key, closing.clone(), inflight.clone());
                 let ctx = ConnectionContext {
                     dir: dir.clone(),
                     draining: draining.clone(),
                     ldaps,
+                    conn,
                 };
                 let registry = registry.clone();
                 tokio::spawn(async move {
@@ -199,11 +205,21 @@ async fn accept_loop(
                     drop(slot);
                 });
             }
-            // On an `ldaps://` listener the client expects a TLS handshake, not a plaintext
-            // notice: it is just closed.
-            Err(_) if ldaps => drop(stream),
             Err(refusal) => {
-                tokio::spawn(refuse(stream, refusal.to_string()));
+                let why = refusal.to_string();
+                dir.observers.connection(&ConnectionEvent::Refused {
+                    conn,
+                    peer: Some(peer),
+                    local: stream.local_addr().ok(),
+                    reason: &why,
+                });
+                // On an `ldaps://` listener the client expects a TLS handshake, not a
+                // plaintext notice: it is just closed.
+                if ldaps {
+                    drop(stream);
+                } else {
+                    tokio::spawn(refuse(stream, why));
+                }
             }
         }
     }
@@ -212,7 +228,7 @@ async fn accept_loop(
 /// Tells a refused client why (a Notice of Disconnection with `busy`) and closes.
 async fn refuse(mut stream: TcpStream, why: String) {
     let mut out = Vec::new();
-    notice_with_code(ResultCode::BUSY, why.as_bytes()).encode(&mut out);
+    respond::write_notice(&mut out, &respond::notice(ResultCode::BUSY, why));
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out)).await;
     let _ = stream.shutdown().await;
 }

@@ -73,8 +73,7 @@ use larch_model::dn::{Dn, NormDn};
 use larch_model::filter::CompiledFilter;
 use larch_proto::controls::{PagedResults, SortResponse};
 use larch_proto::{
-    op_tag, DerefAliases, MessageId, ProtocolOp, ResultCode, SearchRequest, SearchResultReference,
-    SearchScope, SeqOf,
+    DerefAliases, MessageId, ProtocolOp, ResultCode, SearchRequest, SearchResultReference, SearchScope, SeqOf,
 };
 use larch_store::idset::IdSet;
 use larch_store::{EntryId, Version};
@@ -97,7 +96,8 @@ use crate::dse::DseEntry;
 use crate::error::OpError;
 use crate::identity::Identity;
 use crate::opattrs::{OperationalTypes, SUBSCHEMA_SUBENTRY_DN};
-use crate::response::{write_message, write_result, ResponseSink};
+use crate::outcome::{Reply, SearchNotes};
+use crate::response::{write_message, ResponseSink};
 
 /// A search that examines at most this many candidates is small: the connection runs it
 /// inline, since handing it to a worker thread would cost more than running it.
@@ -195,6 +195,41 @@ struct WalkSearch {
     admin: bool,
     /// Access control: the requester and what is decided for it.
     access: SearchAccess,
+    /// The candidates are not (all) from an index (389's `notes=U`).
+    unindexed: bool,
+}
+
+/// How a search ended, for the session to answer and report (`crate::outcome`).
+#[derive(Debug)]
+pub struct SearchEnd {
+    /// The SearchResultDone's reply (with the paged and sort response controls); `None`
+    /// when the search stopped without one (abandoned, cancelled, connection gone).
+    pub reply: Option<Reply>,
+    /// SearchResultEntry messages written.
+    pub entries: u32,
+    /// SearchResultReference messages written.
+    pub references: u32,
+    /// How the search ran.
+    pub notes: SearchNotes,
+}
+
+impl SearchEnd {
+    /// Appends the SearchResultDone, if the search has one, through the one encoder
+    /// (`crate::outcome::respond`), for callers outside a connection (tools, tests).
+    pub fn write_done(&self, out: &mut Vec<u8>, message_id: MessageId) {
+        if let Some(reply) = &self.reply {
+            crate::outcome::respond::write(out, message_id, larch_proto::op_tag::SEARCH_RESULT_DONE, reply);
+        }
+    }
+
+    fn done(reply: Reply) -> SearchEnd {
+        SearchEnd {
+            reply: Some(reply),
+            entries: 0,
+            references: 0,
+            notes: SearchNotes::default(),
+        }
+    }
 }
 
 /// Why a search loop stopped early.
@@ -558,6 +593,7 @@ fn prepare_search(
         progress: continued.map(|c| c.progress),
         admin,
         access,
+        unindexed,
     };
     Ok(PreparedSearch {
         kind: Kind::Walk(Box::new(search)),
@@ -618,31 +654,26 @@ impl PreparedSearch {
         }
     }
 
-    /// Runs the search: writes SearchResultEntry and SearchResultReference messages and
-    /// finally the SearchResultDone (with the paged and sort response controls) to `sink`,
-    /// flushing every [`FLUSH_ENTRIES`] messages or [`FLUSH_BYTES`] octets and stopping
-    /// without a SearchResultDone when `flush` returns false or the sink is stopped. A
-    /// paged search's next page is kept in `paged`.
+    /// Runs the search: writes SearchResultEntry and SearchResultReference messages to
+    /// `sink`, flushing every [`FLUSH_ENTRIES`] messages or [`FLUSH_BYTES`] octets, and
+    /// returns how it ended: the SearchResultDone's reply (with the paged and sort response
+    /// controls) for the caller to answer with, or none when `flush` returned false or the
+    /// sink was stopped. A paged search's next page is kept in `paged`.
     pub fn run(
         self,
         dir: &Directory,
         message_id: MessageId,
         sink: &mut dyn ResponseSink,
         paged: &Mutex<PagedSearches>,
-    ) {
+    ) -> SearchEnd {
         match self.kind {
             Kind::Fixed(f) => {
+                let mut end = SearchEnd::done(Reply::from_result(f.result).with_controls(f.controls));
                 if let Some((dn, attrs)) = &f.entry {
                     larch_proto::encode_search_result_entry(sink.buf(), message_id, dn.as_bytes(), attrs);
+                    end.entries = 1;
                 }
-                write_result(
-                    sink.buf(),
-                    message_id,
-                    op_tag::SEARCH_RESULT_DONE,
-                    &f.result,
-                    &f.controls,
-                );
-                sink.flush();
+                end
             }
             Kind::Walk(s) => s.run(&dir.optypes, &dir.acl, message_id, sink, paged),
         }
@@ -662,6 +693,8 @@ struct Run<'a> {
     examined: usize,
     /// Messages written by this run.
     messages: usize,
+    /// Of which references.
+    references: usize,
     scratch: Vec<u8>,
     entry_buf: Vec<u8>,
 }
@@ -726,6 +759,7 @@ impl Run<'_> {
             uris: SeqOf::from_items(&raw),
         });
         write_message(sink.buf(), self.message_id, op, &[]);
+        self.references += 1;
         self.after_message(sink)
     }
 
@@ -849,7 +883,7 @@ impl WalkSearch {
         message_id: MessageId,
         sink: &mut dyn ResponseSink,
         paged: &Mutex<PagedSearches>,
-    ) {
+    ) -> SearchEnd {
         let version = self.version.clone();
         let v = &*version;
         let progress = match self.progress.take() {
@@ -872,7 +906,7 @@ impl WalkSearch {
             Ok(p) => p,
             Err(e) => {
                 let code = e.code;
-                return s.finish(sink, message_id, Err(e), None, 0, code);
+                return s.end(None, Some(s.finish(Err(e), None, 0, code)));
             }
         };
         let mut run = Run {
@@ -884,15 +918,16 @@ impl WalkSearch {
             message_id,
             examined: progress.examined,
             messages: 0,
+            references: 0,
             scratch: Vec::new(),
             entry_buf: Vec::new(),
         };
         if let Err(stop) = run.check(sink) {
             return match stop {
-                Stop::Abandon => {}
+                Stop::Abandon => s.end(Some(&run), None),
                 Stop::Fail(e) => {
                     let code = e.code;
-                    s.finish(sink, message_id, Err(e), None, 0, code)
+                    s.end(Some(&run), Some(s.finish(Err(e), None, 0, code)))
                 }
             };
         }
@@ -919,10 +954,10 @@ impl WalkSearch {
             });
             let mut ids = match collected {
                 Ok(ids) => ids,
-                Err(Stop::Abandon) => return,
+                Err(Stop::Abandon) => return s.end(Some(&run), None),
                 Err(Stop::Fail(e)) => {
                     let code = e.code;
-                    return s.finish(sink, message_id, Err(e), None, 0, code);
+                    return s.end(Some(&run), Some(s.finish(Err(e), None, 0, code)));
                 }
             };
             sort::sort_ids(v, &mut ids, keys, &mut |id, t| {
@@ -965,42 +1000,48 @@ impl WalkSearch {
         };
         // The sort, when asked for, was done.
         let sort_code = ResultCode::SUCCESS;
-        match outcome {
-            Outcome::Abandoned => {}
-            Outcome::Finished(result) => s.finish(sink, message_id, result, None, estimate, sort_code),
-            Outcome::PageFull(_) => {
-                let Some(p) = s.paged else { return };
+        let reply = match outcome {
+            Outcome::Abandoned => None,
+            Outcome::Finished(result) => Some(s.finish(result, None, estimate, sort_code)),
+            Outcome::PageFull(_) => s.paged.map(|p| {
                 progress.returned = returned;
                 progress.examined = run.examined;
                 let cookie = lock(paged).put(p.hash, version.clone(), progress);
-                s.finish(sink, message_id, Ok(()), Some(&cookie), estimate, sort_code);
-            }
+                s.finish(Ok(()), Some(&cookie), estimate, sort_code)
+            }),
+        };
+        s.end(Some(&run), reply)
+    }
+
+    /// How the run ended: `reply` with the counts of what `run` wrote.
+    fn end(&self, run: Option<&Run<'_>>, reply: Option<Reply>) -> SearchEnd {
+        let (messages, references) = run.map_or((0, 0), |r| (r.messages, r.references));
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        SearchEnd {
+            reply,
+            entries: count(messages - references),
+            references: count(references),
+            notes: SearchNotes {
+                unindexed: self.unindexed,
+                paged: self.paged.is_some(),
+            },
         }
     }
 
-    /// Writes the SearchResultDone with the response controls and flushes; `sort_code` is
-    /// the sortResult when the sort was asked for and could be done.
+    /// The SearchResultDone's reply with the response controls; `sort_code` is the
+    /// sortResult when the sort was asked for and could be done.
     fn finish(
         &self,
-        sink: &mut dyn ResponseSink,
-        message_id: MessageId,
         result: Result<(), OpError>,
         cookie: Option<&[u8]>,
         estimate: u32,
         sort_code: ResultCode,
-    ) {
+    ) -> Reply {
         let mut controls: Vec<ResponseControl> = sort_response(&self.sort, sort_code).into_iter().collect();
         if self.paged.is_some() {
             controls.push(paged_control(estimate, cookie.unwrap_or(&[])));
         }
-        write_result(
-            sink.buf(),
-            message_id,
-            op_tag::SEARCH_RESULT_DONE,
-            &result,
-            &controls,
-        );
-        sink.flush();
+        Reply::from_result(result).with_controls(controls)
     }
 }
 

@@ -1,17 +1,19 @@
-//! Dispatching one decoded request: controls, the operation, its response(s).
+//! Dispatching one decoded request: one function per operation, each ending in the
+//! session's completion (`complete.rs`), which encodes the response and reports the
+//! outcome.
 
 use std::sync::Arc;
 
 use larch_proto::ber::{tag, Reader};
-use larch_proto::exop::{
-    self, notice_of_disconnection as notice, CancelRequest, ExtendedValue, WhoAmIResponse,
-};
+use larch_proto::controls::Control;
+use larch_proto::exop::{self, CancelRequest, ExtendedValue, WhoAmIResponse};
 use larch_proto::{
-    op_tag, BindResponse, DecodeError, ExtendedRequest, ExtendedResponse, LdapMessage, LdapResult, MessageId,
-    ProtocolOp, ResultCode,
+    op_tag, BindRequest, CompareRequest, DecodeError, ExtendedRequest, LdapMessage, MessageId, ProtocolOp,
+    ResultCode, SearchRequest, SeqOf,
 };
 use larch_store::{StoreError, WriteTxn};
 
+use super::complete::{Completion, Ending, OpTrace};
 use super::inflight::{OpClass, OpGuard, StopRequest};
 use super::writer::OutSender;
 use super::Session;
@@ -22,17 +24,17 @@ use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::identity::Identity;
 use crate::ops::{self, WriteContext};
-use crate::response::{write_error, write_message, write_success, ResponseSink};
+use crate::outcome::{respond, Reply, Sent};
+use crate::response::ResponseSink;
 use crate::search::referral::referral_above_text;
+use crate::search::run::SearchEnd;
 use crate::search::{self, SearchContext};
 
 /// Octets a search on a worker thread gathers before handing them to the writer.
 pub const SEARCH_FLUSH_BYTES: usize = 64 * 1024;
 
-/// Appends a Notice of Disconnection (`protocolError`) with `why`.
-pub(super) fn notice_of_disconnection(out: &mut Vec<u8>, why: &str) {
-    notice(why.as_bytes()).encode(out);
-}
+/// The controls of a request, as decoded.
+pub(super) type Controls<'m> = Option<SeqOf<'m, Control<'m>>>;
 
 /// The response tag that answers a request tag, for requests that have one.
 fn response_tag(request: u8) -> Option<u8> {
@@ -59,62 +61,6 @@ fn envelope(pdu: &[u8]) -> Option<(MessageId, u8)> {
     Some((id, m.peek_tag()?))
 }
 
-/// Appends a response of any kind carrying `error`.
-pub(super) fn write_op_error(out: &mut Vec<u8>, id: MessageId, response: u8, error: &OpError) {
-    match response {
-        op_tag::BIND_RESPONSE => error.with_result(|result| {
-            write_message(
-                out,
-                id,
-                ProtocolOp::BindResponse(BindResponse {
-                    result,
-                    server_sasl_creds: None,
-                }),
-                &[],
-            )
-        }),
-        op_tag::EXTENDED_RESPONSE => error.with_result(|result| {
-            write_message(
-                out,
-                id,
-                ProtocolOp::ExtendedResponse(ExtendedResponse {
-                    result,
-                    name: None,
-                    value: None,
-                }),
-                &[],
-            )
-        }),
-        _ => write_error(out, id, response, error, &[]),
-    }
-}
-
-/// A PDU that frames but does not decode: the operation's error response when its
-/// envelope (message ID and operation) is readable, else a Notice of Disconnection.
-pub(super) fn undecodable(session: &mut Session, pdu: &[u8], e: DecodeError, out: &mut Vec<u8>) {
-    match envelope(pdu) {
-        Some((id, op)) if id > 0 => match response_tag(op) {
-            Some(response) => {
-                let error = OpError::protocol(format!(
-                    "the {} cannot be decoded: {e}",
-                    larch_proto::op_name(op).unwrap_or("request")
-                ));
-                write_op_error(out, id, response, &error);
-            }
-            // Abandon: nothing to answer. Unbind: the client is leaving anyway.
-            None if op == op_tag::ABANDON_REQUEST => {}
-            None => {
-                notice_of_disconnection(out, &format!("message {id}: {e}"));
-                session.stop_reading = true;
-            }
-        },
-        _ => {
-            notice_of_disconnection(out, &format!("the request cannot be decoded: {e}"));
-            session.stop_reading = true;
-        }
-    }
-}
-
 /// Collects an inline operation's responses into the read's output buffer.
 struct InlineSink<'a> {
     out: &'a mut Vec<u8>,
@@ -138,6 +84,8 @@ struct ChannelSink {
     tx: OutSender,
     guard: OpGuard,
     gone: bool,
+    /// Octets handed to the writer so far.
+    sent: u64,
 }
 
 impl ResponseSink for ChannelSink {
@@ -147,6 +95,7 @@ impl ResponseSink for ChannelSink {
     fn flush(&mut self) -> bool {
         if self.buf.len() >= SEARCH_FLUSH_BYTES {
             let chunk = std::mem::take(&mut self.buf);
+            self.sent += chunk.len() as u64;
             if self.tx.blocking_send(chunk).is_err() {
                 self.gone = true;
             }
@@ -162,227 +111,311 @@ impl ResponseSink for ChannelSink {
     }
 }
 
+/// The end of a search, with what it wrote (`bytes` octets before its final response).
+fn search_ending(end: &SearchEnd, bytes: u64) -> Ending<'_> {
+    Ending {
+        response_tag: if end.reply.is_some() {
+            op_tag::SEARCH_RESULT_DONE
+        } else {
+            0
+        },
+        reply: end.reply.as_ref(),
+        sent: Sent {
+            entries: end.entries,
+            references: end.references,
+            bytes,
+        },
+        notes: end.notes,
+        ..Ending::silent()
+    }
+}
+
 impl Session {
-    /// Runs one decoded request.
-    pub(super) async fn dispatch(&mut self, msg: LdapMessage<'_>, out: &mut Vec<u8>) {
+    /// Runs one decoded request, `pdu` its octets.
+    pub(super) async fn dispatch(&mut self, msg: LdapMessage<'_>, pdu: &[u8], out: &mut Vec<u8>) {
         let id = msg.message_id;
         if id == 0 {
-            notice_of_disconnection(out, "message ID 0 is reserved for unsolicited notifications");
-            self.stop_reading = true;
-            return;
+            let why = "message ID 0 is reserved for unsolicited notifications";
+            return self.disconnect(msg.op.tag(), pdu, false, why.to_string(), out);
         }
+        let trace = self.begin(id, msg.op.tag());
         match msg.op {
-            ProtocolOp::BindRequest(req) => {
-                // Bind is a barrier: wait until nothing is in flight. Only this task takes
-                // permits, so when all of them are free (the common case) none can be taken
-                // while the bind runs and the semaphore need not be touched.
-                let all = if self.permits.available_permits() == self.max_ops as usize {
-                    None
-                } else {
-                    Some(self.permits.clone().acquire_many_owned(self.max_ops).await)
-                };
-                let result = match RequestControls::parse(msg.controls, OpKind::Bind) {
-                    Ok(_) => match self.run_bind(&req).await {
-                        Ok((identity, entry)) => {
-                            let (dir, version) = (&self.dir, self.reader.current());
-                            check_bind(
-                                &dir.acl,
-                                version,
-                                &identity,
-                                entry,
-                                &self.client,
-                                dir.user_password,
-                            )
-                            .map(|()| identity)
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Err(e) => Err(e),
-                };
-                drop(all);
-                self.paged_reset();
-                match result {
-                    Ok(identity) => {
-                        self.identity = Arc::new(identity);
-                        write_message(
-                            out,
-                            id,
-                            ProtocolOp::BindResponse(BindResponse {
-                                result: LdapResult::success(),
-                                server_sasl_creds: None,
-                            }),
-                            &[],
-                        );
-                    }
-                    Err(e) => {
-                        self.identity = Arc::new(Identity::Anonymous);
-                        write_op_error(out, id, op_tag::BIND_RESPONSE, &e);
-                    }
-                }
-            }
+            ProtocolOp::BindRequest(req) => self.bind(trace, &req, msg.controls, pdu, out).await,
             ProtocolOp::UnbindRequest => {
                 self.inflight.abandon_all();
                 self.stop_reading = true;
                 self.unbound = true;
+                self.complete(&trace, pdu, None, out, Ending::silent());
             }
             ProtocolOp::AbandonRequest(req) => {
-                if let Some(op) = self.inflight.get(req.message_id) {
+                let target = self.inflight.get(req.message_id);
+                if let Some(op) = &target {
                     op.request(StopRequest::Abandon);
                 }
+                let ending = Ending {
+                    target_op: target.map_or(-1, |op| op.op_number),
+                    ..Ending::silent()
+                };
+                self.complete(&trace, pdu, None, out, ending);
             }
-            ProtocolOp::SearchRequest(req) => {
-                let controls = match RequestControls::parse(msg.controls, OpKind::Search) {
-                    Ok(c) => c,
-                    Err(e) => return write_error(out, id, op_tag::SEARCH_RESULT_DONE, &e, &[]),
-                };
-                let version = self.reader.current().clone();
-                let proxied;
-                let identity: &Identity = match controls.proxied_authz {
-                    None => &self.identity,
-                    Some(_) => match self.effective_identity(&controls, &version) {
-                        Ok(i) => {
-                            proxied = i;
-                            &proxied
-                        }
-                        Err(e) => return write_error(out, id, op_tag::SEARCH_RESULT_DONE, &e, &[]),
-                    },
-                };
-                let ctx = SearchContext {
-                    dir: &self.dir,
-                    version: &version,
-                    identity,
-                    client: &self.client,
-                    last_base: Some(&self.last_base),
-                };
-                let prepared = match search::prepare(&ctx, &req, &controls, &self.paged) {
-                    Ok(p) => p,
-                    Err(e) => return write_error(out, id, op_tag::SEARCH_RESULT_DONE, &e, &[]),
-                };
-                if prepared.is_small() {
-                    prepared.run(&self.dir, id, &mut InlineSink { out }, &self.paged);
-                    return;
-                }
-                let Ok(permit) = self.permits.clone().acquire_owned().await else {
-                    return;
-                };
-                let guard = self.inflight.register(id, OpClass::Search);
-                let (dir, paged, tx) = (self.dir.clone(), self.paged.clone(), self.out_tx.clone());
-                tokio::task::spawn_blocking(move || {
-                    let mut sink = ChannelSink {
-                        buf: Vec::new(),
-                        tx,
-                        guard,
-                        gone: false,
-                    };
-                    prepared.run(&dir, id, &mut sink, &paged);
-                    // A search that saw a stop request wrote no SearchResultDone.
-                    let state = sink.guard.state().clone();
-                    if state.seen_stop() && state.stop_request() == StopRequest::Cancel {
-                        let e = OpError::new(ResultCode::CANCELED, "the search was canceled");
-                        write_error(&mut sink.buf, id, op_tag::SEARCH_RESULT_DONE, &e, &[]);
-                        state.mark_canceled();
-                    }
-                    if !sink.buf.is_empty() && !sink.gone {
-                        let _ = sink.tx.blocking_send(std::mem::take(&mut sink.buf));
-                    }
-                    drop(sink);
-                    drop(permit);
-                });
-            }
+            ProtocolOp::SearchRequest(req) => self.search(trace, &req, msg.controls, pdu, out).await,
             ProtocolOp::CompareRequest(req) => {
-                let result = RequestControls::parse(msg.controls, OpKind::Compare).and_then(|controls| {
-                    let proxied;
-                    let identity: &Identity = match controls.proxied_authz {
-                        None => &self.identity,
-                        Some(_) => {
-                            let version = self.reader.current().clone();
-                            proxied = self.effective_identity(&controls, &version)?;
-                            &proxied
-                        }
-                    };
-                    let version = self.reader.current();
-                    if !controls.manage_dsa_it {
-                        if let Some(e) = referral_above_text(&self.dir, version, req.entry) {
-                            return Err(e);
-                        }
-                    }
-                    ops::compare::compare(&self.dir, version, identity, &self.client, &req, &controls)
-                });
-                let done = match result {
-                    Ok(true) => OpError::new(ResultCode::COMPARE_TRUE, ""),
-                    Ok(false) => OpError::new(ResultCode::COMPARE_FALSE, ""),
-                    Err(e) => e,
-                };
-                write_error(out, id, op_tag::COMPARE_RESPONSE, &done, &[]);
+                let reply = self.compare(&req, msg.controls);
+                self.complete(
+                    &trace,
+                    pdu,
+                    None,
+                    out,
+                    Ending::reply(op_tag::COMPARE_RESPONSE, &reply),
+                );
             }
             ProtocolOp::AddRequest(req) => {
                 let prepared = self.prepare_write(msg.controls, OpKind::Add, req.entry, |ctx, c| {
                     ops::add::prepare_add(ctx, &req, c)
                 });
-                match prepared {
-                    Ok((p, identity)) => {
-                        self.submit(id, op_tag::ADD_RESPONSE, identity, move |txn, ctx| {
-                            ops::add::apply_add(txn, ctx, p)
-                        })
-                        .await
-                    }
-                    Err(e) => write_error(out, id, op_tag::ADD_RESPONSE, &e, &[]),
-                }
+                self.write(trace, pdu, out, prepared, ops::add::apply_add).await
             }
             ProtocolOp::DelRequest(req) => {
                 let prepared = self.prepare_write(msg.controls, OpKind::Delete, req.dn, |ctx, c| {
                     ops::delete::prepare_delete(ctx, &req, c)
                 });
-                match prepared {
-                    Ok((p, identity)) => {
-                        self.submit(id, op_tag::DEL_RESPONSE, identity, move |txn, ctx| {
-                            ops::delete::apply_delete(txn, ctx, p)
-                        })
-                        .await
-                    }
-                    Err(e) => write_error(out, id, op_tag::DEL_RESPONSE, &e, &[]),
-                }
+                self.write(trace, pdu, out, prepared, ops::delete::apply_delete)
+                    .await
             }
             ProtocolOp::ModifyRequest(req) => {
                 let prepared = self.prepare_write(msg.controls, OpKind::Modify, req.object, |ctx, c| {
                     ops::modify::prepare_modify(ctx, &req, c)
                 });
-                match prepared {
-                    Ok((p, identity)) => {
-                        self.submit(id, op_tag::MODIFY_RESPONSE, identity, move |txn, ctx| {
-                            ops::modify::apply_modify(txn, ctx, p)
-                        })
-                        .await
-                    }
-                    Err(e) => write_error(out, id, op_tag::MODIFY_RESPONSE, &e, &[]),
-                }
+                self.write(trace, pdu, out, prepared, ops::modify::apply_modify)
+                    .await
             }
             ProtocolOp::ModifyDnRequest(req) => {
                 let prepared = self.prepare_write(msg.controls, OpKind::ModifyDn, req.entry, |ctx, c| {
                     ops::modify_dn::prepare_modify_dn(ctx, &req, c)
                 });
-                match prepared {
-                    Ok((p, identity)) => {
-                        self.submit(id, op_tag::MODIFY_DN_RESPONSE, identity, move |txn, ctx| {
-                            ops::modify_dn::apply_modify_dn(txn, ctx, p)
-                        })
-                        .await
-                    }
-                    Err(e) => write_error(out, id, op_tag::MODIFY_DN_RESPONSE, &e, &[]),
-                }
+                self.write(trace, pdu, out, prepared, ops::modify_dn::apply_modify_dn)
+                    .await
             }
             ProtocolOp::ExtendedRequest(req) if req.name == exop::PASSWORD_MODIFY.as_bytes() => {
-                self.password_modify(id, req, msg, out).await
+                self.password_modify(trace, req, msg.controls, pdu, out).await
             }
-            ProtocolOp::ExtendedRequest(req) => self.extended(id, req, msg, out),
+            ProtocolOp::ExtendedRequest(req) => self.extended(trace, req, msg.controls, pdu, out),
             other => {
-                notice_of_disconnection(
-                    out,
-                    &format!("message {id}: a client may not send a {}", other.name()),
-                );
-                self.stop_reading = true;
+                let why = format!("message {id}: a client may not send a {}", other.name());
+                self.disconnect(other.tag(), pdu, false, why, out);
             }
         }
+    }
+
+    /// A PDU that frames but does not decode: the operation's `protocolError` response
+    /// when its envelope (message ID and operation) is readable, else a Notice of
+    /// Disconnection.
+    pub(super) fn undecodable(&mut self, pdu: &[u8], e: DecodeError, out: &mut Vec<u8>) {
+        let Some((id, op)) = envelope(pdu).filter(|(id, _)| *id > 0) else {
+            let why = format!("the request cannot be decoded: {e}");
+            return self.disconnect(0, pdu, true, why, out);
+        };
+        let ending = match response_tag(op) {
+            Some(response) => {
+                let what = larch_proto::op_name(op).unwrap_or("request");
+                let reply = Reply::from(OpError::protocol(format!("the {what} cannot be decoded: {e}")));
+                let trace = self.begin(id, op);
+                let ending = Ending {
+                    undecodable: true,
+                    ..Ending::reply(response, &reply)
+                };
+                return self.complete(&trace, pdu, None, out, ending);
+            }
+            // Abandon: nothing to answer. Unbind: the client is leaving anyway.
+            None if op == op_tag::ABANDON_REQUEST => Ending {
+                undecodable: true,
+                ..Ending::silent()
+            },
+            None => return self.disconnect(op, pdu, true, format!("message {id}: {e}"), out),
+        };
+        let trace = self.begin(id, op);
+        self.complete(&trace, pdu, None, out, ending);
+    }
+
+    /// Ends the connection with a Notice of Disconnection (`protocolError`) saying `why`,
+    /// in answer to `pdu` (a request with tag `request_tag`, 0 when unreadable).
+    pub(super) fn disconnect(
+        &mut self,
+        request_tag: u8,
+        pdu: &[u8],
+        undecodable: bool,
+        why: String,
+        out: &mut Vec<u8>,
+    ) {
+        let reply = respond::notice(ResultCode::PROTOCOL_ERROR, why);
+        let mut trace = self.begin(0, request_tag);
+        trace.op = -1;
+        self.next_op -= 1;
+        let ending = Ending {
+            undecodable,
+            ..Ending::reply(op_tag::EXTENDED_RESPONSE, &reply)
+        };
+        self.complete(&trace, pdu, None, out, ending);
+        self.stop_reading = true;
+        self.bad_pdu = true;
+    }
+
+    /// Bind: a barrier (nothing in flight while it runs), then the new identity.
+    async fn bind(
+        &mut self,
+        trace: OpTrace,
+        req: &BindRequest<'_>,
+        controls: Controls<'_>,
+        pdu: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        // Wait until nothing is in flight. Only this task takes permits, so when all of
+        // them are free (the common case) none can be taken while the bind runs and the
+        // semaphore need not be touched.
+        let all = if self.permits.available_permits() == self.max_ops as usize {
+            None
+        } else {
+            Some(self.permits.clone().acquire_many_owned(self.max_ops).await)
+        };
+        let result = match RequestControls::parse(controls, OpKind::Bind) {
+            Ok(_) => self.bind_identity(req).await,
+            Err(e) => Err(e),
+        };
+        drop(all);
+        self.paged_reset();
+        let reply = match result {
+            Ok(identity) => {
+                self.identity = Arc::new(identity);
+                Reply::success()
+            }
+            Err(e) => {
+                self.identity = Arc::new(Identity::Anonymous);
+                Reply::from(e)
+            }
+        };
+        self.complete(
+            &trace,
+            pdu,
+            None,
+            out,
+            Ending::reply(op_tag::BIND_RESPONSE, &reply),
+        );
+    }
+
+    /// The identity a Bind establishes: the password check (`bind.rs`), then the access
+    /// rules' `auth` right on the entry.
+    async fn bind_identity(&mut self, req: &BindRequest<'_>) -> Result<Identity, OpError> {
+        let (identity, entry) = self.run_bind(req).await?;
+        let (dir, version) = (&self.dir, self.reader.current());
+        check_bind(
+            &dir.acl,
+            version,
+            &identity,
+            entry,
+            &self.client,
+            dir.user_password,
+        )?;
+        Ok(identity)
+    }
+
+    /// Search: prepared on the current version, run inline when small, else on a worker
+    /// thread that streams its entries.
+    async fn search(
+        &mut self,
+        trace: OpTrace,
+        req: &SearchRequest<'_>,
+        controls: Controls<'_>,
+        pdu: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        let version = self.reader.current().clone();
+        let prepared = RequestControls::parse(controls, OpKind::Search).and_then(|controls| {
+            let identity = self.effective_identity(&controls, &version)?;
+            let ctx = SearchContext {
+                dir: &self.dir,
+                version: &version,
+                identity: &identity,
+                client: &self.client,
+                last_base: Some(&self.last_base),
+            };
+            let prepared = search::prepare(&ctx, req, &controls, &self.paged)?;
+            Ok((prepared, identity))
+        });
+        let (prepared, identity) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                let reply = Reply::from(e);
+                let ending = Ending::reply(op_tag::SEARCH_RESULT_DONE, &reply);
+                return self.complete(&trace, pdu, None, out, ending);
+            }
+        };
+        if prepared.is_small() {
+            let before = out.len();
+            let end = prepared.run(&self.dir, trace.msgid, &mut InlineSink { out }, &self.paged);
+            let ending = search_ending(&end, (out.len() - before) as u64);
+            return self.complete(&trace, pdu, Some(&identity), out, ending);
+        }
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+            return;
+        };
+        let guard = self.inflight.register(trace.msgid, trace.op, OpClass::Search);
+        let completion = self.completion(trace, pdu, identity);
+        let (dir, paged, tx) = (self.dir.clone(), self.paged.clone(), self.out_tx.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut sink = ChannelSink {
+                buf: Vec::new(),
+                tx,
+                guard,
+                gone: false,
+                sent: 0,
+            };
+            let mut end = prepared.run(&dir, completion.msgid(), &mut sink, &paged);
+            // A search that saw a stop request has no result; a canceled one answers
+            // `canceled`.
+            let state = sink.guard.state().clone();
+            if end.reply.is_none() && state.seen_stop() && state.stop_request() == StopRequest::Cancel {
+                end.reply = Some(Reply::from(OpError::new(
+                    ResultCode::CANCELED,
+                    "the search was canceled",
+                )));
+                state.mark_canceled();
+            }
+            let bytes = sink.sent + sink.buf.len() as u64;
+            completion.complete(&mut sink.buf, search_ending(&end, bytes));
+            if !sink.buf.is_empty() && !sink.gone {
+                let _ = sink.tx.blocking_send(std::mem::take(&mut sink.buf));
+            }
+            drop(sink);
+            drop(permit);
+        });
+    }
+
+    /// Compare: a read, inline.
+    fn compare(&mut self, req: &CompareRequest<'_>, controls: Controls<'_>) -> Reply {
+        match self.run_compare(req, controls) {
+            Ok(true) => Reply::code(ResultCode::COMPARE_TRUE),
+            Ok(false) => Reply::code(ResultCode::COMPARE_FALSE),
+            Err(e) => Reply::from(e),
+        }
+    }
+
+    fn run_compare(&mut self, req: &CompareRequest<'_>, controls: Controls<'_>) -> Result<bool, OpError> {
+        let controls = RequestControls::parse(controls, OpKind::Compare)?;
+        let proxied = match controls.proxied_authz {
+            None => None,
+            Some(_) => {
+                let version = self.reader.current().clone();
+                Some(self.effective_identity(&controls, &version)?)
+            }
+        };
+        let identity: &Identity = proxied.as_deref().unwrap_or(&self.identity);
+        let version = self.reader.current();
+        if !controls.manage_dsa_it {
+            if let Some(e) = referral_above_text(&self.dir, version, req.entry) {
+                return Err(e);
+            }
+        }
+        ops::compare::compare(&self.dir, version, identity, &self.client, req, &controls)
     }
 
     /// The identity an operation runs as: the connection's, or the one its Proxied
@@ -416,7 +449,7 @@ impl Session {
     /// getting insufficientAccessRights.
     fn prepare_write<'m, P>(
         &mut self,
-        controls: Option<larch_proto::SeqOf<'m, larch_proto::controls::Control<'m>>>,
+        controls: Controls<'m>,
         kind: OpKind,
         dn_text: &[u8],
         prepare: impl FnOnce(&WriteContext<'_>, &RequestControls<'m>) -> Result<P, OpError>,
@@ -443,18 +476,50 @@ impl Session {
         Ok((prepared, identity))
     }
 
-    /// Hands a write, run as `identity`, to the store's writer; its response is sent when
-    /// it is durable.
-    async fn submit<F>(&mut self, id: MessageId, response: u8, identity: Arc<Identity>, apply: F)
-    where
-        F: FnOnce(&mut WriteTxn<'_>, &WriteContext<'_>) -> Result<Vec<ResponseControl>, OpError>
-            + Send
-            + 'static,
+    /// Add, Delete, Modify, Modify DN: a refusal at once, or the prepared change handed to
+    /// the store's writer, answered when durable.
+    async fn write<P: Send + 'static>(
+        &mut self,
+        trace: OpTrace,
+        pdu: &[u8],
+        out: &mut Vec<u8>,
+        prepared: Result<(P, Arc<Identity>), OpError>,
+        apply: fn(&mut WriteTxn<'_>, &WriteContext<'_>, P) -> Result<Vec<ResponseControl>, OpError>,
+    ) {
+        let response = response_tag(trace.request_tag).unwrap_or(op_tag::MODIFY_RESPONSE);
+        match prepared {
+            Ok((p, identity)) => {
+                let completion = self.completion(trace, pdu, identity.clone());
+                self.submit(completion, response, identity, move |txn, ctx| {
+                    apply(txn, ctx, p).map(|controls| Reply::success().with_controls(controls))
+                })
+                .await
+            }
+            Err(e) => {
+                let reply = Reply::from(e);
+                self.complete(&trace, pdu, None, out, Ending::reply(response, &reply));
+            }
+        }
+    }
+
+    /// Hands a write, run as `identity`, to the store's writer; its response (kind
+    /// `response`) is sent and its outcome reported when it is durable. An abandoned write
+    /// still commits, without a response.
+    pub(super) async fn submit<F>(
+        &mut self,
+        completion: Completion,
+        response: u8,
+        identity: Arc<Identity>,
+        apply: F,
+    ) where
+        F: FnOnce(&mut WriteTxn<'_>, &WriteContext<'_>) -> Result<Reply, OpError> + Send + 'static,
     {
         let Ok(permit) = self.permits.clone().acquire_owned().await else {
             return;
         };
-        let guard = self.inflight.register(id, OpClass::Write);
+        let guard = self
+            .inflight
+            .register(completion.msgid(), completion.op(), OpClass::Write);
         let dir = self.dir.clone();
         let client = self.client.clone();
         let tx = self.done_tx.clone();
@@ -468,14 +533,20 @@ impl Session {
                 };
                 apply(txn, &ctx)
             },
-            move |settled: Result<Result<Vec<ResponseControl>, OpError>, StoreError>| {
-                let result = settled.unwrap_or_else(|e| Err(OpError::from(e)));
-                if guard.state().stop_request() != StopRequest::Abandon {
-                    let mut out = Vec::new();
-                    match &result {
-                        Ok(controls) => write_success(&mut out, id, response, controls),
-                        Err(e) => write_error(&mut out, id, response, e, &[]),
-                    }
+            move |settled: Result<Result<Reply, OpError>, StoreError>| {
+                let reply = match settled.unwrap_or_else(|e| Err(OpError::from(e))) {
+                    Ok(reply) => reply,
+                    Err(e) => Reply::from(e),
+                };
+                let mut out = Vec::new();
+                if guard.state().stop_request() == StopRequest::Abandon {
+                    let ending = Ending {
+                        reply: Some(&reply),
+                        ..Ending::silent()
+                    };
+                    completion.complete(&mut out, ending);
+                } else {
+                    completion.complete(&mut out, Ending::reply(response, &reply));
                     let _ = tx.send(out);
                 }
                 drop(guard);
@@ -487,61 +558,71 @@ impl Session {
     /// Extended operations: WhoAmI, Cancel, StartTLS (`starttls.rs`); any other OID is a
     /// `protocolError` naming it. (Password Modify is dispatched to `password_modify`,
     /// which is asynchronous.)
-    fn extended(&mut self, id: MessageId, req: ExtendedRequest<'_>, msg: LdapMessage<'_>, out: &mut Vec<u8>) {
-        if let Err(e) = RequestControls::parse(msg.controls, OpKind::Extended) {
-            return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
-        }
+    fn extended(
+        &mut self,
+        trace: OpTrace,
+        req: ExtendedRequest<'_>,
+        controls: Controls<'_>,
+        pdu: &[u8],
+        out: &mut Vec<u8>,
+    ) {
         let name = String::from_utf8_lossy(req.name);
-        match &*name {
-            exop::WHO_AM_I => {
-                if req.value.is_some() {
-                    let e = OpError::protocol("the WhoAmI request carries no value (RFC 4532)");
-                    return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
-                }
-                let authz = self.identity.authz_id();
-                let mut value = Vec::new();
-                WhoAmIResponse {
-                    authz_id: authz.as_bytes(),
-                }
-                .encode_value(&mut value);
-                write_message(
-                    out,
-                    id,
-                    ProtocolOp::ExtendedResponse(ExtendedResponse {
-                        result: LdapResult::success(),
-                        name: None,
-                        value: Some(&value),
-                    }),
-                    &[],
-                );
-            }
-            exop::CANCEL => match CancelRequest::decode_value(req.value) {
-                Err(e) => write_op_error(
-                    out,
-                    id,
-                    op_tag::EXTENDED_RESPONSE,
-                    &OpError::protocol(format!("Cancel: {e}")),
-                ),
-                Ok(cancel) => self.cancel(id, cancel.cancel_id, out),
+        let reply = match RequestControls::parse(controls, OpKind::Extended) {
+            Err(e) => Reply::from(e),
+            Ok(_) => match &*name {
+                exop::WHO_AM_I => self.who_am_i(req.value.is_some()),
+                exop::CANCEL => match CancelRequest::decode_value(req.value) {
+                    Err(e) => Reply::from(OpError::protocol(format!("Cancel: {e}"))),
+                    Ok(cancel) => return self.cancel(trace, pdu, cancel.cancel_id, out),
+                },
+                exop::START_TLS => self.start_tls_request(req.value.is_some()),
+                _ => Reply::from(OpError::protocol(format!(
+                    "extended operation {name} is not supported"
+                ))),
             },
-            exop::START_TLS => self.start_tls_request(id, req.value.is_some(), out),
-            _ => write_op_error(
-                out,
-                id,
-                op_tag::EXTENDED_RESPONSE,
-                &OpError::protocol(format!("extended operation {name} is not supported")),
-            ),
+        };
+        self.complete(
+            &trace,
+            pdu,
+            None,
+            out,
+            Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
+        );
+    }
+
+    /// WhoAmI (RFC 4532): the connection's authorization identity.
+    fn who_am_i(&self, has_value: bool) -> Reply {
+        if has_value {
+            return Reply::from(OpError::protocol(
+                "the WhoAmI request carries no value (RFC 4532)",
+            ));
+        }
+        let authz = self.identity.authz_id();
+        let mut value = Vec::new();
+        WhoAmIResponse {
+            authz_id: authz.as_bytes(),
+        }
+        .encode_value(&mut value);
+        Reply {
+            value: Some(value),
+            ..Reply::success()
         }
     }
 
     /// Cancel (RFC 3909): asks operation `target` to stop and answers once it has.
-    fn cancel(&mut self, id: MessageId, target: MessageId, out: &mut Vec<u8>) {
+    fn cancel(&mut self, trace: OpTrace, pdu: &[u8], target: MessageId, out: &mut Vec<u8>) {
         let Some(op) = self.inflight.get(target) else {
-            let e = OpError::new(
+            let reply = Reply::from(OpError::new(
                 ResultCode::NO_SUCH_OPERATION,
                 format!("no operation with message ID {target} is in progress"),
+            ));
+            return self.complete(
+                &trace,
+                pdu,
+                None,
+                out,
+                Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
             );
-            return write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
         };
         if op.class == OpClass::Write {
             // A write handed to the store commits or fails as a whole.
@@ -552,30 +633,23 @@ impl Session {
         // Through the same queue as the search's own responses, after them: the canceled
         // operation's final response goes out before the Cancel's.
         let tx = self.out_tx.clone();
+        let completion = self.completion(trace, pdu, self.identity.clone());
         tokio::spawn(async move {
             op.finished().await;
-            let result = if op.canceled() {
-                Ok(())
+            let reply = if op.canceled() {
+                Reply::success()
             } else {
-                Err(OpError::new(
+                Reply::from(OpError::new(
                     ResultCode::TOO_LATE,
                     format!("operation {target} completed before it could be canceled"),
                 ))
             };
             let mut out = Vec::new();
-            match result {
-                Ok(()) => write_message(
-                    &mut out,
-                    id,
-                    ProtocolOp::ExtendedResponse(ExtendedResponse {
-                        result: LdapResult::success(),
-                        name: None,
-                        value: None,
-                    }),
-                    &[],
-                ),
-                Err(e) => write_op_error(&mut out, id, op_tag::EXTENDED_RESPONSE, &e),
-            }
+            let ending = Ending {
+                target_op: op.op_number,
+                ..Ending::reply(op_tag::EXTENDED_RESPONSE, &reply)
+            };
+            completion.complete(&mut out, ending);
             let _ = tx.send(out).await;
         });
     }

@@ -39,6 +39,8 @@ pub enum OpClass {
 pub struct OpState {
     /// Its kind.
     pub class: OpClass,
+    /// Its number on the connection (the access log's `op=`).
+    pub op_number: i64,
     stop: AtomicU8,
     done: Notify,
     finished: AtomicBool,
@@ -47,9 +49,10 @@ pub struct OpState {
 }
 
 impl OpState {
-    fn new(class: OpClass) -> OpState {
+    fn new(class: OpClass, op_number: i64) -> OpState {
         OpState {
             class,
+            op_number,
             stop: AtomicU8::new(0),
             done: Notify::new(),
             finished: AtomicBool::new(false),
@@ -124,10 +127,10 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    /// Registers operation `id`; the returned guard removes it when dropped (when the
-    /// operation has sent its last response).
-    pub fn register(self: &Arc<Self>, id: MessageId, class: OpClass) -> OpGuard {
-        let state = Arc::new(OpState::new(class));
+    /// Registers operation `id` (number `op_number` on the connection); the returned
+    /// guard removes it when dropped (when the operation has sent its last response).
+    pub fn register(self: &Arc<Self>, id: MessageId, op_number: i64, class: OpClass) -> OpGuard {
+        let state = Arc::new(OpState::new(class, op_number));
         self.lock().insert(id, state.clone());
         OpGuard {
             table: self.clone(),

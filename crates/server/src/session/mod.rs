@@ -29,6 +29,7 @@
 //! `protocolError` and the connection goes on.
 
 mod bind;
+mod complete;
 mod dispatch;
 pub mod inflight;
 mod password_modify;
@@ -51,6 +52,7 @@ use tokio::sync::{Notify, Semaphore};
 use crate::client::Client;
 use crate::directory::Directory;
 use crate::identity::Identity;
+use crate::outcome::{CloseReason, ConnectionEvent};
 use crate::search::{LastBase, PagedSearches};
 use inflight::InFlight;
 use stream::Conn;
@@ -104,11 +106,22 @@ pub struct ConnectionContext {
     pub draining: tokio::sync::watch::Receiver<bool>,
     /// True on an `ldaps://` listener: the TLS handshake comes before the first request.
     pub ldaps: bool,
+    /// The connection's number (the access log's `conn=`).
+    pub conn: u64,
 }
 
 /// The state of one connection, owned by its reading side.
 pub(crate) struct Session {
     dir: Arc<Directory>,
+    /// The connection's number.
+    conn: u64,
+    /// The number the next operation gets.
+    next_op: i64,
+    /// When the last read completed (the requests it brought were received then).
+    received: Instant,
+    /// The connection ends because a request could not be read (Notice of
+    /// Disconnection).
+    bad_pdu: bool,
     identity: Arc<Identity>,
     /// Where the client connects from and whether TLS protects the connection.
     client: Arc<Client>,
@@ -143,15 +156,43 @@ pub async fn serve(
     // On Linux the socket has TCP_NODELAY from its listener (`net::listener`).
     #[cfg(not(target_os = "linux"))]
     let _ = stream.set_nodelay(true);
+    let dir = ctx.dir.clone();
+    let conn_id = ctx.conn;
+    let fd = socket_fd(&stream);
+    dir.observers.connection(&ConnectionEvent::Accepted {
+        conn: conn_id,
+        peer: Some(peer),
+        local: stream.local_addr().ok(),
+        fd,
+        ldaps: ctx.ldaps,
+    });
     let (conn, peer_cert) = if ctx.ldaps {
-        let Some(tls) = ctx.dir.tls.clone() else { return };
-        let handshake = tokio::select! {
-            h = tls.handshake(stream) => h,
-            _ = closing.closed() => None,
+        let handshake = match ctx.dir.tls.clone() {
+            Some(tls) => tokio::select! {
+                h = tls.handshake(stream) => h,
+                _ = closing.closed() => None,
+            },
+            None => None,
         };
         match handshake {
-            Some((s, cert)) => (Conn::Tls(Box::new(s)), cert),
-            None => return,
+            Some((s, cert)) => {
+                tls_established(&dir, conn_id, &s);
+                (Conn::Tls(Box::new(s)), cert)
+            }
+            None => {
+                let reason = if closing.is_closed() {
+                    CloseReason::Shutdown
+                } else {
+                    CloseReason::TlsFailed
+                };
+                dir.observers.connection(&ConnectionEvent::Closed {
+                    conn: conn_id,
+                    op: -1,
+                    fd,
+                    reason,
+                });
+                return;
+            }
         }
     } else {
         (Conn::Plain(stream), None)
@@ -169,6 +210,10 @@ pub async fn serve(
     let mut session = Session {
         reader: ctx.dir.reader(),
         dir: ctx.dir,
+        conn: conn_id,
+        next_op: 0,
+        received: Instant::now(),
+        bad_pdu: false,
         identity: Arc::new(Identity::Anonymous),
         client: Arc::new(client),
         inflight,
@@ -201,6 +246,8 @@ pub async fn serve(
     // The client ended the session itself (Unbind, or end of stream): nothing unread is
     // left that a close could turn into a reset.
     let mut client_left = false;
+    // Why the loop ended, when not for a reason the session records (Unbind, a bad PDU).
+    let mut reason = CloseReason::Shutdown;
     loop {
         if buf.len() == buf.capacity() {
             buf.reserve(READ_CHUNK);
@@ -210,13 +257,17 @@ pub async fn serve(
         let read = tokio::select! {
             biased;
             r = rd.read_buf(&mut buf) => r,
-            _ = &mut closed => break,
+            _ = &mut closed => {
+                reason = CloseReason::WriteTimeout;
+                break;
+            }
             _ = &mut drained => break,
             _ = &mut idle, if idle_timeout.is_some() => {
                 let t = idle_timeout.unwrap_or_default();
                 let now = Instant::now();
                 if now.duration_since(last_read) >= t {
                     if session.inflight.is_empty() {
+                        reason = CloseReason::Idle;
                         break;
                     }
                     // Operations still run: wait a whole period more.
@@ -229,16 +280,27 @@ pub async fn serve(
         match read {
             Ok(0) => {
                 client_left = true;
+                reason = CloseReason::ClientClosed;
                 break;
             }
-            Err(_) => break,
+            Err(_) => {
+                reason = CloseReason::ReadError;
+                break;
+            }
             Ok(_) => {}
         }
-        if closing.is_closed() || drain_flag.has_changed().unwrap_or(true) {
+        if closing.is_closed() {
+            reason = CloseReason::WriteTimeout;
             break;
         }
-        if idle_timeout.is_some() {
-            last_read = Instant::now();
+        if drain_flag.has_changed().unwrap_or(true) {
+            break;
+        }
+        // One clock read per read serves the idle timer and the requests' receive time.
+        if idle_timeout.is_some() || !session.dir.observers.is_empty() {
+            let now = Instant::now();
+            last_read = now;
+            session.received = now;
         }
         let mut out = Vec::new();
         loop {
@@ -258,8 +320,14 @@ pub async fn serve(
                     break;
                 }
                 Err(e) => {
-                    dispatch::notice_of_disconnection(&mut out, &format!("the request cannot be read: {e}"));
-                    session.stop_reading = true;
+                    let start_of_pdu = &buf[start..buf.len().min(start + 16)];
+                    session.disconnect(
+                        0,
+                        start_of_pdu,
+                        true,
+                        format!("the request cannot be read: {e}"),
+                        &mut out,
+                    );
                     break;
                 }
             }
@@ -286,7 +354,10 @@ pub async fn serve(
                     writer = Some(w);
                     continue;
                 }
-                None => break,
+                None => {
+                    reason = CloseReason::TlsFailed;
+                    break;
+                }
             }
         }
         // Keep unread octets at the front of the buffer.
@@ -301,6 +372,12 @@ pub async fn serve(
         session.inflight.abandon_all();
     }
     let client_left = client_left || session.unbound;
+    if session.unbound {
+        reason = CloseReason::Unbind;
+    } else if session.bad_pdu {
+        reason = CloseReason::BadPdu;
+    }
+    let last_op = session.next_op - 1;
     drop(session);
     if let Some(writer) = writer {
         if let Ok(Some(mut socket)) = writer.await {
@@ -315,14 +392,52 @@ pub async fn serve(
         }
     }
     closing.close();
+    dir.observers.connection(&ConnectionEvent::Closed {
+        conn: conn_id,
+        op: last_op,
+        fd,
+        reason,
+    });
+}
+
+/// The socket's file descriptor, for the access log (`fd=`); 0 where there is none.
+fn socket_fd(stream: &TcpStream) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        u32::try_from(stream.as_raw_fd()).unwrap_or(0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = stream;
+        0
+    }
+}
+
+/// Reports a completed TLS handshake to the observers.
+pub(crate) fn tls_established(
+    dir: &Directory,
+    conn: u64,
+    stream: &tokio_rustls::server::TlsStream<TcpStream>,
+) {
+    if dir.observers.is_empty() {
+        return;
+    }
+    let (version, cipher, keysize) = crate::tls::negotiated(stream.get_ref().1);
+    dir.observers.connection(&ConnectionEvent::Tls {
+        conn,
+        version,
+        cipher,
+        keysize,
+    });
 }
 
 impl Session {
     /// Handles one framed PDU.
     async fn handle_pdu(&mut self, pdu: &[u8], out: &mut Vec<u8>) {
         match LdapMessage::decode(pdu) {
-            Ok(msg) => self.dispatch(msg, out).await,
-            Err(e) => dispatch::undecodable(self, pdu, e, out),
+            Ok(msg) => self.dispatch(msg, pdu, out).await,
+            Err(e) => self.undecodable(pdu, e, out),
         }
     }
 }

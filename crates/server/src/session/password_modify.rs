@@ -19,13 +19,10 @@
 use std::time::Instant;
 
 use larch_proto::exop::{ExtendedValue, PasswordModifyRequest, PasswordModifyResponse};
-use larch_proto::{
-    op_tag, ExtendedRequest, ExtendedResponse, LdapMessage, LdapResult, MessageId, ProtocolOp, ResultCode,
-};
-use larch_store::StoreError;
+use larch_proto::{op_tag, ExtendedRequest, ResultCode};
 
-use super::dispatch::write_op_error;
-use super::inflight::{OpClass, StopRequest};
+use super::complete::{Ending, OpTrace};
+use super::dispatch::Controls;
 use super::Session;
 use crate::auth::confidentiality;
 use crate::auth::password::gate;
@@ -34,48 +31,71 @@ use crate::error::OpError;
 use crate::ops::password_modify::{
     apply_password_modify, prepare_password_modify, FinishError, ReadyPasswordModify,
 };
-use crate::ops::WriteContext;
-use crate::response::write_message;
+use crate::outcome::Reply;
 
 impl Session {
     /// Runs a Password Modify request (see the module documentation).
     pub(super) async fn password_modify(
         &mut self,
-        id: MessageId,
+        trace: OpTrace,
         req: ExtendedRequest<'_>,
-        msg: LdapMessage<'_>,
+        controls: Controls<'_>,
+        pdu: &[u8],
         out: &mut Vec<u8>,
     ) {
-        let fail = |out: &mut Vec<u8>, e: &OpError| write_op_error(out, id, op_tag::EXTENDED_RESPONSE, e);
-        let controls = match RequestControls::parse(msg.controls, OpKind::Extended) {
-            Ok(c) => c,
-            Err(e) => return fail(out, &e),
-        };
-        if let Err(e) = confidentiality::require_tls(&self.dir, &self.client, "a Password Modify") {
-            return fail(out, &e);
+        match self.prepare_password_change(req, controls).await {
+            Ok(ready) => {
+                let identity = self.identity.clone();
+                let completion = self.completion(trace, pdu, identity.clone());
+                self.submit(
+                    completion,
+                    op_tag::EXTENDED_RESPONSE,
+                    identity,
+                    move |txn, ctx| {
+                        let generated = ready.generated.clone();
+                        apply_password_modify(txn, ctx, ready)?;
+                        Ok(password_modify_reply(generated.as_deref()))
+                    },
+                )
+                .await
+            }
+            Err(e) => {
+                let reply = Reply::from(e);
+                self.complete(
+                    &trace,
+                    pdu,
+                    None,
+                    out,
+                    Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
+                );
+            }
         }
-        let request = match PasswordModifyRequest::decode_value(req.value) {
-            Ok(r) => r,
-            Err(e) => return fail(out, &OpError::protocol(format!("Password Modify: {e}"))),
-        };
+    }
+
+    /// Steps 1 to 4 of the module documentation: the change ready for the writer, or the
+    /// error to answer.
+    async fn prepare_password_change(
+        &mut self,
+        req: ExtendedRequest<'_>,
+        controls: Controls<'_>,
+    ) -> Result<ReadyPasswordModify, OpError> {
+        let controls = RequestControls::parse(controls, OpKind::Extended)?;
+        confidentiality::require_tls(&self.dir, &self.client, "a Password Modify")?;
+        let request = PasswordModifyRequest::decode_value(req.value)
+            .map_err(|e| OpError::protocol(format!("Password Modify: {e}")))?;
         let prepared = {
             let version = self.reader.current().clone();
-            let ctx = WriteContext {
+            let ctx = crate::ops::WriteContext {
                 dir: &self.dir,
                 identity: &self.identity,
                 client: &self.client,
             };
-            match prepare_password_modify(&ctx, &version, &request, controls.manage_dsa_it) {
-                Ok(p) => p,
-                Err(e) => return fail(out, &e),
-            }
+            prepare_password_modify(&ctx, &version, &request, controls.manage_dsa_it)?
         };
         let ip = self.client.addr.map(|a| a.ip());
         let throttled = prepared.checks_old_password().then_some(ip).flatten();
         if throttled.is_some() {
-            if let Err(e) = self.throttle(throttled, "password checks").await {
-                return fail(out, &e);
-            }
+            self.throttle(throttled, "password checks").await?;
         }
         let settings = self.dir.config.password.clone();
         let finished = if prepared.is_slow(&settings) {
@@ -90,67 +110,24 @@ impl Session {
         } else {
             prepared.finish(&settings)
         };
-        let ready = match finished {
-            Ok(r) => r,
-            Err(e) => {
-                if let (FinishError::OldPassword(_), Some(ip)) = (&e, throttled) {
-                    self.dir.bind_throttle.record_failure(ip, Instant::now());
-                }
-                return fail(out, &e.into_op_error());
+        finished.map_err(|e| {
+            if let (FinishError::OldPassword(_), Some(ip)) = (&e, throttled) {
+                self.dir.bind_throttle.record_failure(ip, Instant::now());
             }
-        };
-        self.submit_password_modify(id, ready).await;
+            e.into_op_error()
+        })
     }
+}
 
-    /// Hands the change to the store's writer; the response goes out once it is durable.
-    async fn submit_password_modify(&mut self, id: MessageId, ready: ReadyPasswordModify) {
-        let Ok(permit) = self.permits.clone().acquire_owned().await else {
-            return;
-        };
-        let guard = self.inflight.register(id, OpClass::Write);
-        let dir = self.dir.clone();
-        let identity = self.identity.clone();
-        let client = self.client.clone();
-        let tx = self.done_tx.clone();
-        let generated = ready.generated.clone();
-        self.dir.store.submit(
-            move |txn| {
-                let ctx = WriteContext {
-                    dir: &dir,
-                    identity: &identity,
-                    client: &client,
-                };
-                apply_password_modify(txn, &ctx, ready)
-            },
-            move |settled: Result<Result<(), OpError>, StoreError>| {
-                let result = settled.unwrap_or_else(|e| Err(OpError::from(e)));
-                if guard.state().stop_request() != StopRequest::Abandon {
-                    let mut out = Vec::new();
-                    match &result {
-                        Ok(()) => {
-                            let mut value = Vec::new();
-                            let has_value = PasswordModifyResponse {
-                                generated_password: generated.as_deref().map(str::as_bytes),
-                            }
-                            .encode_value(&mut value);
-                            write_message(
-                                &mut out,
-                                id,
-                                ProtocolOp::ExtendedResponse(ExtendedResponse {
-                                    result: LdapResult::success(),
-                                    name: None,
-                                    value: has_value.then_some(value.as_slice()),
-                                }),
-                                &[],
-                            );
-                        }
-                        Err(e) => write_op_error(&mut out, id, op_tag::EXTENDED_RESPONSE, e),
-                    }
-                    let _ = tx.send(out);
-                }
-                drop(guard);
-                drop(permit);
-            },
-        );
+/// The success reply, with genPasswd when the server generated the password.
+fn password_modify_reply(generated: Option<&str>) -> Reply {
+    let mut value = Vec::new();
+    let has_value = PasswordModifyResponse {
+        generated_password: generated.map(str::as_bytes),
+    }
+    .encode_value(&mut value);
+    Reply {
+        value: has_value.then_some(value),
+        ..Reply::success()
     }
 }

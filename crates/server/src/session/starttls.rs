@@ -24,69 +24,53 @@
 use std::sync::Arc;
 
 use larch_proto::exop::START_TLS;
-use larch_proto::{op_tag, ExtendedResponse, LdapResult, MessageId, ProtocolOp, ResultCode};
+use larch_proto::ResultCode;
 use tokio::task::JoinHandle;
 
 use super::stream::{self, Conn, ConnRead, ConnWrite};
 use super::writer::{self, Outbox};
-use super::{dispatch, Closing, Session};
+use super::{Closing, Session};
 use crate::client::Client;
 use crate::error::OpError;
 use crate::identity::Identity;
-use crate::response::write_message;
+use crate::outcome::Reply;
 
 impl Session {
     /// Answers a StartTLS request (see the module steps); on success sets `start_tls` so
     /// the reading loop upgrades the connection after sending the response.
-    pub(super) fn start_tls_request(&mut self, id: MessageId, has_value: bool, out: &mut Vec<u8>) {
-        let refuse =
-            |out: &mut Vec<u8>, e: OpError| dispatch::write_op_error(out, id, op_tag::EXTENDED_RESPONSE, &e);
+    pub(super) fn start_tls_request(&mut self, has_value: bool) -> Reply {
+        let refuse = |code: ResultCode, message: &str| Reply::from(OpError::new(code, message));
         if has_value {
             return refuse(
-                out,
-                OpError::protocol("StartTLS: the request carries no value (RFC 4511 4.14.1)"),
+                ResultCode::PROTOCOL_ERROR,
+                "StartTLS: the request carries no value (RFC 4511 4.14.1)",
             );
         }
         if self.client.tls {
             return refuse(
-                out,
-                OpError::new(
-                    ResultCode::OPERATIONS_ERROR,
-                    "StartTLS: TLS is already active on this connection",
-                ),
+                ResultCode::OPERATIONS_ERROR,
+                "StartTLS: TLS is already active on this connection",
             );
         }
         if !self.inflight.is_empty() || self.permits.available_permits() < self.max_ops as usize {
             return refuse(
-                out,
-                OpError::new(
-                    ResultCode::OPERATIONS_ERROR,
-                    "StartTLS: cannot start TLS while operations are outstanding; wait for their responses",
-                ),
+                ResultCode::OPERATIONS_ERROR,
+                "StartTLS: cannot start TLS while operations are outstanding; wait for their responses",
             );
         }
         if self.dir.tls.is_none() {
             return refuse(
-                out,
-                OpError::new(
-                    ResultCode::UNAVAILABLE,
-                    "StartTLS: TLS is not configured on this server",
-                ),
+                ResultCode::UNAVAILABLE,
+                "StartTLS: TLS is not configured on this server",
             );
         }
-        write_message(
-            out,
-            id,
-            ProtocolOp::ExtendedResponse(ExtendedResponse {
-                result: LdapResult::success(),
-                name: Some(START_TLS.as_bytes()),
-                value: None,
-            }),
-            &[],
-        );
         self.identity = Arc::new(Identity::Anonymous);
         self.paged_reset();
         self.start_tls = true;
+        Reply {
+            name: Some(START_TLS),
+            ..Reply::success()
+        }
     }
 
     /// Runs the TLS handshake after a successful StartTLS (see the module steps): the
@@ -108,6 +92,7 @@ impl Session {
             h = tls.handshake(tcp) => h?,
             _ = closing.closed() => return None,
         };
+        super::tls_established(&self.dir, self.conn, &tls_stream);
         self.client = Arc::new(Client {
             addr: self.client.addr,
             tls: true,

@@ -124,3 +124,19 @@ impl TlsState {
         Some((stream, cert))
     }
 }
+
+/// What a completed handshake agreed, as the access log prints it: the protocol version
+/// (`TLS1.2`, `TLS1.3`), the cipher suite's name and its symmetric key size in bits.
+pub fn negotiated(conn: &rustls::ServerConnection) -> (&'static str, &'static str, u32) {
+    let version = match conn.protocol_version() {
+        Some(rustls::ProtocolVersion::TLSv1_3) => "TLS1.3",
+        Some(rustls::ProtocolVersion::TLSv1_2) => "TLS1.2",
+        _ => "TLS",
+    };
+    let cipher = conn
+        .negotiated_cipher_suite()
+        .and_then(|s| s.suite().as_str())
+        .unwrap_or("unknown");
+    let keysize = if cipher.contains("AES_128") { 128 } else { 256 };
+    (version, cipher, keysize)
+}
