@@ -1,7 +1,7 @@
 //! `larch serve`: open (or create) the data directory and run the directory server until
-//! SIGTERM or SIGINT, then write a snapshot and exit 0. SIGHUP reloads the TLS certificate,
-//! key and client CA files (new connections use them; a failed reload keeps the old ones
-//! and says why). `--demo-tls` turns TLS on with a self-signed demo CA
+//! SIGTERM or SIGINT, then write a snapshot and exit 0. SIGHUP reopens the access log by
+//! name (for logrotate) and reloads the TLS certificate, key and client CA files (new
+//! connections use them; a failed reload keeps the old ones and says why). `--demo-tls` turns TLS on with a self-signed demo CA
 //! ([`larch_server::tls::demo`]).
 
 use std::path::PathBuf;
@@ -129,6 +129,9 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         }
     }));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);
+    if let Some(log) = &dir.access_log {
+        log.close();
+    }
     served.map_err(|e| e.to_string())?;
     eprintln!("larch: stopping: writing a snapshot");
     dir.store
@@ -138,9 +141,13 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// On every SIGHUP, reloads the TLS files; says on standard error what happened.
+/// On every SIGHUP, reopens the access log by name (after logrotate moved it) and reloads
+/// the TLS files; says on standard error what happened.
 async fn reload_on_sighup(dir: Arc<Directory>, mut hangup: tokio::signal::unix::Signal) {
     while hangup.recv().await.is_some() {
+        if let Some(log) = &dir.access_log {
+            log.reopen();
+        }
         match &dir.tls {
             None => eprintln!("larch: SIGHUP: nothing to reload (no [tls] configured)"),
             Some(tls) => match tls.reload() {

@@ -28,8 +28,10 @@ use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::check_entry;
 use larch_model::entry::{Entry, Options};
 use larch_model::schema::{AttributeTypeId, Schema};
+use larch_store::storage::FsStorage;
 use larch_store::{OpenReport, Store, StoreError, StoreReader};
 
+use crate::accesslog::AccessLog;
 use crate::acl::AccessRules;
 use crate::auth::password;
 use crate::auth::throttle::BindThrottle;
@@ -58,6 +60,14 @@ pub enum DirectoryError {
     /// The TLS certificate, key or client CA cannot be used.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The access log cannot be opened.
+    #[error("cannot open the access log {path}: {source}")]
+    AccessLog {
+        /// Its file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A set-up entry could not be built.
     #[error("cannot create `{dn}`: {reason}")]
     Setup {
@@ -114,6 +124,8 @@ pub struct Directory {
     /// Who is told how every operation ended and what happened to every connection (the
     /// access log; see [`crate::outcome`]).
     pub observers: Observers,
+    /// The access log, when `[access_log]` is enabled (also among the observers).
+    pub access_log: Option<Arc<AccessLog>>,
 }
 
 impl Directory {
@@ -130,6 +142,11 @@ impl Directory {
             .ok_or_else(|| setup_error("", "the schema does not define userPassword"))?;
         let tls = config.tls.as_ref().map(TlsState::load).transpose()?.map(Arc::new);
         let acl = AccessRules::compile(&config.access, &schema)?;
+        let access_log = start_access_log(&config)?;
+        let mut observers = Observers::default();
+        if let Some(log) = &access_log {
+            observers.add(log.clone());
+        }
         let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
         let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
         let bind_throttle = BindThrottle::new(config.bind_throttle.clone());
@@ -151,7 +168,8 @@ impl Directory {
             acl,
             referral_class,
             alias_class,
-            observers: Observers::default(),
+            observers,
+            access_log,
         };
         let mut startup = Startup {
             report,
@@ -345,4 +363,15 @@ fn suffix_entry(text: &str, norm: &NormDn, schema: &Schema) -> Result<Entry, Dir
     let mut entry = Entry::new(dn.clone(), norm.clone());
     push_all(&mut entry, &values, schema, text)?;
     Ok(entry)
+}
+
+/// Starts the access log of `config`, when it is enabled.
+fn start_access_log(config: &ServerConfig) -> Result<Option<Arc<AccessLog>>, DirectoryError> {
+    if !config.access_log.enabled {
+        return Ok(None);
+    }
+    let path = config.access_log_path();
+    AccessLog::start(&config.access_log, path.clone(), Arc::new(FsStorage))
+        .map(Some)
+        .map_err(|source| DirectoryError::AccessLog { path, source })
 }

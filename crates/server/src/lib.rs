@@ -15,10 +15,14 @@
 //! `larch.toml`, [`acl`] decides who may do what (rules, default policy, proxied
 //! authorization).
 //!
-//! Not built yet: the access/audit logs and `cn=monitor`.
+//! Every operation ends in one place ([`outcome`]: one encoder for the responses, observers
+//! told how it ended); [`accesslog`] is the first observer.
+//!
+//! Not built yet: the audit and error logs, `cn=monitor`.
 
 #![forbid(unsafe_code)]
 
+pub mod accesslog;
 pub mod acl;
 pub mod auth;
 pub mod client;

@@ -13,8 +13,8 @@ use larch_model::schema::{BuiltinSchemas, Schema};
 use larch_server::acl::rule::Keyword;
 use larch_server::acl::{Privileges, Scope};
 use larch_server::config::{
-    ClientCertificates, ConfigError, DefaultScheme, ExternalMap, IpNetwork, ListenUrl, RequireTls,
-    SaslMechanisms, ServerConfig, TlsSettings,
+    AccessLogFormat, AccessLogLevel, ClientCertificates, ConfigError, DefaultScheme, ExternalMap, IpNetwork,
+    ListenUrl, RequireTls, SaslMechanisms, ServerConfig, TlsSettings,
 };
 use larch_store::index::{IndexConfig, IndexKinds};
 use larch_store::wal::SyncPolicy;
@@ -89,6 +89,7 @@ fn documented_defaults_are_the_defaults() {
     assert_eq!(
         sections,
         [
+            "access_log",
             "bind_throttle",
             "directory",
             "limits",
@@ -251,6 +252,14 @@ fn documented_example_parses_to_its_values() {
             IpNetwork::parse("2001:db8:1::/48").unwrap()
         ]
     );
+    let l = &c.access_log;
+    assert!(!l.enabled);
+    assert_eq!(l.path.as_deref(), Some(Path::new("/var/log/larch/access")));
+    assert_eq!(l.format, AccessLogFormat::Json);
+    assert_eq!(l.level, AccessLogLevel::Full);
+    assert_eq!(l.max_size, 500 << 20);
+    assert_eq!(l.rotate_every, Some(Duration::from_secs(12 * 3600)));
+    assert_eq!(l.keep, 30);
     // Access control: three rules and one proxy clause, as written.
     let a = &c.access;
     assert_eq!(a.rules.len(), 3);
@@ -294,6 +303,7 @@ fn documented_example_parses_to_its_values() {
     assert_ne!(c.directory.allow_anonymous_bind, d.directory.allow_anonymous_bind);
     assert_ne!(c.password, d.password);
     assert_ne!(c.bind_throttle, d.bind_throttle);
+    assert_ne!(c.access_log, d.access_log);
 
     let schema = Arc::new(c.schema().unwrap());
     let norm = c.normalized_suffixes(&schema).unwrap();

@@ -1,0 +1,194 @@
+//! The access log's writer thread: it drains the per-thread buffers, puts the records in
+//! time order, formats them and appends them to the file.
+//!
+//! One round, in steps:
+//! 1. wait for [`DRAIN_INTERVAL`], or until a buffer passes its wake mark or the log
+//!    closes; reopen the file first if a reopen was asked for (SIGHUP);
+//! 2. note the cutoff, the monotonic time now, then swap every thread's buffer for an
+//!    empty one (each swap takes that thread's slot lock for a moment);
+//! 3. read the records back, with the ones held over from the last round, and sort them by
+//!    their time stamps;
+//! 4. format every record stamped at or before the cutoff; hold the later ones for the
+//!    next round. A record is stamped just before its thread appends it, so a record
+//!    stamped before the cutoff is in this round's buffers, and records of different
+//!    threads come out in the order they happened (an operation's result after the
+//!    connection that brought it, its connection's close after it);
+//! 5. append the lines to the file in one write (rotating first when due), and add a line
+//!    saying how many records were dropped when a buffer was full.
+//!
+//! The writer never blocks a request: threads only ever wait for their own slot's lock,
+//! which the writer holds for one swap. When the disk fails, the lines of the failed
+//! write are counted as lost, the failure is reported on standard error once per run of
+//! failures, and the file is reopened for the next round.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::buffers::Buffers;
+use super::event::{self, Event};
+use super::file::{civil_from_days, LogFile};
+use super::level::Level;
+use super::time::TimeCache;
+use super::{format_389, format_json};
+use crate::config::AccessLogFormat;
+
+/// How often the writer drains the buffers when nothing wakes it earlier: how far behind
+/// the file may be from what happened.
+pub const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What the writer thread and the log's owner share.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    /// Set by SIGHUP: reopen the file by name before the next write.
+    pub reopen: AtomicBool,
+    /// Lines written to the file.
+    pub lines_written: AtomicU64,
+    /// Records dropped because a buffer was full.
+    pub records_dropped: AtomicU64,
+    /// Lines lost because a write failed.
+    pub lines_lost: AtomicU64,
+    /// Writes that failed.
+    pub write_errors: AtomicU64,
+}
+
+/// The writer's state between rounds.
+pub(crate) struct Writer {
+    pub buffers: Arc<Buffers>,
+    pub shared: Arc<Shared>,
+    pub file: LogFile,
+    pub format: AccessLogFormat,
+    pub level: Level,
+    /// The log's monotonic origin (record stamps are nanoseconds since it).
+    pub epoch: Instant,
+    /// The Unix second the log started (the first half of a JSON line's `key`).
+    pub started: u64,
+}
+
+impl Writer {
+    /// Runs rounds until the log closes and every record is written.
+    pub(crate) fn run(mut self) {
+        let mut held: Vec<u8> = Vec::new();
+        let mut spare: Vec<u8> = Vec::new();
+        let mut batch: Vec<u8> = Vec::new();
+        let mut order: Vec<(u64, usize, usize)> = Vec::new();
+        let mut out: Vec<u8> = Vec::new();
+        let mut clock = TimeCache::default();
+        let mut failing = false;
+        loop {
+            // Step 1.
+            let closing = self.buffers.is_closed();
+            if !closing {
+                self.buffers.wait(DRAIN_INTERVAL);
+            }
+            if self.shared.reopen.swap(false, Ordering::AcqRel) {
+                if let Err(e) = self.file.reopen() {
+                    eprintln!(
+                        "larch: cannot reopen the access log {}: {e}",
+                        self.file.path().display()
+                    );
+                }
+            }
+            // Step 2.
+            let cutoff = self.epoch.elapsed().as_nanos() as u64;
+            let closing = closing || self.buffers.is_closed();
+            batch.clear();
+            batch.append(&mut held);
+            let mut dropped = 0;
+            for slot in self.buffers.slots() {
+                dropped += slot.lock().take(&mut spare);
+                batch.extend_from_slice(&spare);
+            }
+            // Step 3.
+            order.clear();
+            let mut at = 0;
+            while at < batch.len() {
+                match event::decode(&batch[at..]) {
+                    Some((mono, _, len)) => {
+                        order.push((mono, at, len));
+                        at += len;
+                    }
+                    // Records are written whole by this crate; a damaged one means a bug:
+                    // drop the rest of the round rather than print garbage.
+                    None => break,
+                }
+            }
+            order.sort_by_key(|(mono, _, _)| *mono);
+            // Step 4.
+            out.clear();
+            let mut lines = 0u64;
+            for &(mono, start, len) in &order {
+                let record = &batch[start..start + len];
+                if mono > cutoff && !closing {
+                    held.extend_from_slice(record);
+                    continue;
+                }
+                if let Some((_, event, _)) = event::decode(record) {
+                    let before = out.len();
+                    self.format_event(&mut out, &event, &mut clock);
+                    lines += out[before..].iter().filter(|b| **b == b'\n').count() as u64;
+                }
+            }
+            if dropped > 0 {
+                self.shared.records_dropped.fetch_add(dropped, Ordering::Relaxed);
+                self.dropped_notice(&mut out, dropped);
+                lines += 1;
+            }
+            // Step 5.
+            if !out.is_empty() {
+                match self.file.append(&out) {
+                    Ok(()) => {
+                        self.shared.lines_written.fetch_add(lines, Ordering::Relaxed);
+                        failing = false;
+                    }
+                    Err(e) => {
+                        self.shared.lines_lost.fetch_add(lines, Ordering::Relaxed);
+                        self.shared.write_errors.fetch_add(1, Ordering::Relaxed);
+                        if !failing {
+                            eprintln!(
+                                "larch: writing the access log {} failed ({e}); its lines are counted as lost until a write succeeds",
+                                self.file.path().display()
+                            );
+                        }
+                        failing = true;
+                    }
+                }
+            }
+            if closing && held.is_empty() {
+                let _ = self.file.sync();
+                return;
+            }
+        }
+    }
+
+    fn format_event(&self, out: &mut Vec<u8>, event: &Event<'_>, clock: &mut TimeCache) {
+        match self.format {
+            AccessLogFormat::Text389 => format_389::write(out, event, self.level, clock),
+            AccessLogFormat::Json => format_json::write(out, event, self.level, clock, self.started),
+        }
+    }
+
+    /// A line saying that `n` records were dropped (logconv skips lines it does not know).
+    fn dropped_notice(&self, out: &mut Vec<u8>, n: u64) {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = now.as_secs();
+        let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+        let s = secs % 86_400;
+        let time = format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
+            s / 3600,
+            s / 60 % 60,
+            s % 60,
+            now.subsec_nanos()
+        );
+        let line = match self.format {
+            AccessLogFormat::Text389 => {
+                format!("[{time}] larch: {n} access log records were dropped: the server produced them faster than the log could be written\n")
+            }
+            AccessLogFormat::Json => {
+                format!("{{\"local_time\":\"{time}\",\"operation\":\"LARCH_DROPPED\",\"count\":{n}}}\n")
+            }
+        };
+        out.extend_from_slice(line.as_bytes());
+    }
+}
