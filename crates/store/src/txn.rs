@@ -82,11 +82,33 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
-    /// Deletes entry `id`, which must be a leaf.
+    /// Deletes entry `id`, which must be a leaf. Its log record carries no attributes
+    /// (see [`WriteTxn::delete_with`]).
     pub fn delete(&mut self, id: EntryId) -> Result<(), StoreError> {
         let dn = self.version.dn(id);
         self.version.delete(id, self.scratch)?;
-        self.log.push(Change::Delete { dn }.to_vec());
+        self.log.push(
+            Change::Delete {
+                dn,
+                attributes_ber: Vec::new(),
+            }
+            .to_vec(),
+        );
+        Ok(())
+    }
+
+    /// Deletes entry `id`, which must be a leaf, logging `attrs` with the delete: attributes
+    /// that describe the operation (for the server: the deleted entry's entryUUID and the
+    /// delete's entryCSN, modifiersName and modifyTimestamp), which the store does not
+    /// interpret. Replay ignores them; the change feed and the log carry them to whoever
+    /// needs the delete's identity and stamp.
+    pub fn delete_with(&mut self, id: EntryId, attrs: &StoredEntry) -> Result<(), StoreError> {
+        let record = checked(Change::Delete {
+            dn: self.version.dn(id),
+            attributes_ber: attrs.to_attributes_ber(self.version.schema()),
+        })?;
+        self.version.delete(id, self.scratch)?;
+        self.log.push(record);
         Ok(())
     }
 
@@ -168,7 +190,8 @@ pub(crate) fn apply_change(
                 .replace(id, stored.as_ref(), scratch)
                 .map_err(|e| e.to_string())
         }
-        Change::Delete { dn } => {
+        // The delete's attributes describe the operation; replay has no use for them.
+        Change::Delete { dn, .. } => {
             let (_, norm) = parse(dn)?;
             let id = find(version, &norm)?;
             version.delete(id, scratch).map_err(|e| e.to_string())

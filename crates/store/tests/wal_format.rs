@@ -108,7 +108,14 @@ fn samples() -> Vec<Change> {
             dn: "cn=ä,dc=x".into(),
             attributes_ber: vec![1; 300],
         },
-        Change::Delete { dn: String::new() },
+        Change::Delete {
+            dn: String::new(),
+            attributes_ber: vec![],
+        },
+        Change::Delete {
+            dn: "cn=a,dc=x".into(),
+            attributes_ber: vec![0x30, 0x00],
+        },
         Change::ModifyDn {
             dn: "cn=a,dc=x".into(),
             new_dn: "cn=b,ou=y,dc=x".into(),
@@ -119,8 +126,19 @@ fn samples() -> Vec<Change> {
 
 #[test]
 fn change_encodings_are_exact_and_round_trip() {
-    let delete = Change::Delete { dn: "cn=a".into() };
+    let delete = Change::Delete {
+        dn: "cn=a".into(),
+        attributes_ber: vec![],
+    };
     assert_eq!(delete.to_vec(), [0xa2, 0x06, 0x04, 0x04, b'c', b'n', b'=', b'a']);
+    let stamped = Change::Delete {
+        dn: "cn=a".into(),
+        attributes_ber: vec![0x30, 0x00],
+    };
+    assert_eq!(
+        stamped.to_vec(),
+        [0xa2, 0x0a, 0x04, 0x04, b'c', b'n', b'=', b'a', 0x04, 0x02, 0x30, 0x00]
+    );
     let add = Change::Add {
         dn: "x".into(),
         attributes_ber: vec![0x30, 0x00],
@@ -152,11 +170,49 @@ fn change_decode_refuses_bad_input() {
         Change::decode(&[0xa2, 0x03, 0x04, 0x01, 0xff]),
         Err(ChangeDecodeError::InvalidUtf8)
     );
-    // A delete with an extra component.
+    // A delete with a component after its attributes.
     assert!(matches!(
-        Change::decode(&[0xa2, 0x05, 0x04, 0x01, b'x', 0x04, 0x00]),
+        Change::decode(&[0xa2, 0x07, 0x04, 0x01, b'x', 0x04, 0x00, 0x04, 0x00]),
         Err(ChangeDecodeError::Ber(_))
     ));
+    // A delete whose second component is not an OCTET STRING.
+    assert!(matches!(
+        Change::decode(&[0xa2, 0x05, 0x04, 0x01, b'x', 0x30, 0x00]),
+        Err(ChangeDecodeError::Ber(_))
+    ));
+}
+
+#[test]
+fn an_old_form_delete_record_decodes_with_empty_attributes() {
+    // The delete of `cn=a,dc=example,dc=com` as a log record written before deletes carried
+    // attributes: a record frame (length, CRC32C, LSN 7) around `a2 18 04 16 <dn>`.
+    let frame: [u8; 42] = [
+        0x1a, 0x00, 0x00, 0x00, // payload length 26
+        0x7f, 0x87, 0x76, 0xa8, // CRC32C over the LSN's 8 octets and the payload
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // LSN 7
+        0xa2, 0x18, 0x04, 0x16, b'c', b'n', b'=', b'a', b',', b'd', b'c', b'=', b'e', b'x', b'a', b'm', b'p',
+        b'l', b'e', b',', b'd', b'c', b'=', b'c', b'o', b'm',
+    ];
+    let f = decode_record(&frame, 0, 7).unwrap();
+    assert_eq!(f.end, frame.len());
+    let change = Change::decode(f.payload).unwrap();
+    assert_eq!(
+        change,
+        Change::Delete {
+            dn: "cn=a,dc=example,dc=com".into(),
+            attributes_ber: vec![],
+        }
+    );
+    // Written today with no attributes, the record is the same octets.
+    assert_eq!(change.to_vec(), f.payload);
+    // An attributes element present but empty decodes the same.
+    assert_eq!(
+        Change::decode(&[0xa2, 0x05, 0x04, 0x01, b'x', 0x04, 0x00]).unwrap(),
+        Change::Delete {
+            dn: "x".into(),
+            attributes_ber: vec![],
+        }
+    );
 }
 
 fn arb_change() -> impl Strategy<Value = Change> {
@@ -165,7 +221,7 @@ fn arb_change() -> impl Strategy<Value = Change> {
     prop_oneof![
         (dn, ber.clone()).prop_map(|(dn, attributes_ber)| Change::Add { dn, attributes_ber }),
         (dn, ber.clone()).prop_map(|(dn, attributes_ber)| Change::Modify { dn, attributes_ber }),
-        dn.prop_map(|dn| Change::Delete { dn }),
+        (dn, ber.clone()).prop_map(|(dn, attributes_ber)| Change::Delete { dn, attributes_ber }),
         (dn, dn, ber).prop_map(|(dn, new_dn, attributes_ber)| Change::ModifyDn {
             dn,
             new_dn,

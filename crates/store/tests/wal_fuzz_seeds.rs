@@ -42,6 +42,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         },
         Change::Delete {
             dn: "cn=b,dc=example,dc=com".into(),
+            attributes_ber: vec![],
         },
     ];
     let change_payloads: Vec<Vec<u8>> = changes.iter().map(Change::to_vec).collect();

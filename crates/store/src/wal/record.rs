@@ -4,7 +4,7 @@
 //! Change ::= CHOICE {
 //!     add      [0] SEQUENCE { dn OCTET STRING, attributes OCTET STRING },
 //!     modify   [1] SEQUENCE { dn OCTET STRING, attributes OCTET STRING },
-//!     delete   [2] SEQUENCE { dn OCTET STRING },
+//!     delete   [2] SEQUENCE { dn OCTET STRING, attributes OCTET STRING OPTIONAL },
 //!     modifyDn [3] SEQUENCE { dn OCTET STRING, newDn OCTET STRING, attributes OCTET STRING } }
 //! ```
 //!
@@ -14,6 +14,23 @@
 //! BER form *after* the change, so replay never re-runs modify logic or schema decisions: it
 //! puts the entry in exactly the state it had. The whole payload is exactly one `Change`;
 //! trailing octets are an error.
+//!
+//! A delete's `attributes` is not the deleted entry: it is what the caller (the server)
+//! handed [`crate::WriteTxn::delete_with`] to describe the operation (for the server: the
+//! deleted entry's entryUUID and the delete's entryCSN, modifiersName and modifyTimestamp),
+//! in the same stored BER form, opaque to the store. Replay ignores it; the change feed and
+//! the tools that read the log pass it on. Octet by octet:
+//!
+//! | octets | meaning |
+//! | --- | --- |
+//! | `a2` L | delete, L = length of what follows |
+//! | `04` l dn | the DN, an OCTET STRING of l octets |
+//! | `04` m attrs | only when the attributes are not empty: an OCTET STRING of m octets |
+//!
+//! The element is left out when the attributes are empty, so such a record is octet for
+//! octet the one written before deletes carried attributes (`a2 06 04 04 63 6e 3d 61` for
+//! `cn=a`); a record of that older form decodes with empty attributes. An element that is
+//! present but empty (`04 00`) also decodes (to empty attributes), though it is never written.
 
 use larch_proto::ber::{tag, Reader, Writer};
 use larch_proto::DecodeError;
@@ -39,6 +56,11 @@ pub enum Change {
     Delete {
         /// The deleted entry's DN.
         dn: String,
+        /// Attributes describing the delete, in stored BER form, opaque to the store (the
+        /// server puts the deleted entry's identity and the operation's stamp here); empty
+        /// when none were given, and in records written before deletes carried them.
+        /// Replay ignores them.
+        attributes_ber: Vec<u8>,
     },
     /// An entry was renamed or moved; its attribute list after the change (the RDN values
     /// may have been added or removed).
@@ -86,7 +108,7 @@ impl Change {
         match self {
             Change::Add { dn, .. }
             | Change::Modify { dn, .. }
-            | Change::Delete { dn }
+            | Change::Delete { dn, .. }
             | Change::ModifyDn { dn, .. } => dn,
         }
     }
@@ -106,7 +128,13 @@ impl Change {
                     w.octet_string(attributes_ber);
                 });
             }
-            Change::Delete { dn } => w.constructed(DELETE, |w| w.octet_string(dn.as_bytes())),
+            Change::Delete { dn, attributes_ber } => w.constructed(DELETE, |w| {
+                w.octet_string(dn.as_bytes());
+                // Left out when empty: the record is then the one older code wrote.
+                if !attributes_ber.is_empty() {
+                    w.octet_string(attributes_ber);
+                }
+            }),
             Change::ModifyDn {
                 dn,
                 new_dn,
@@ -147,8 +175,14 @@ impl Change {
                 let ctx = "Change.delete";
                 let mut body = r.read_constructed(t, ctx)?;
                 let dn = read_dn(&mut body, ctx)?;
+                // Absent in records written before deletes carried attributes.
+                let attributes_ber = if body.is_empty() {
+                    Vec::new()
+                } else {
+                    body.read_octets(tag::OCTET_STRING, ctx)?.to_vec()
+                };
                 body.finish(ctx)?;
-                Change::Delete { dn }
+                Change::Delete { dn, attributes_ber }
             }
             MODIFY_DN => {
                 let ctx = "Change.modifyDn";
