@@ -48,7 +48,7 @@ pub use format::{
     Corruption, Frame, FORMAT_VERSION, MAGIC, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
     SEGMENT_SIZE_LIMIT,
 };
-pub use recovery::{recover, Record, RecoveryReport, TailCut, WalReader};
+pub use recovery::{oldest_segment_lsn, recover, Record, RecoveryReport, TailCut, WalReader};
 pub use writer::{SyncPolicy, Wal, WalOptions};
 
 /// A log sequence number: 1 for the first record, then consecutive.

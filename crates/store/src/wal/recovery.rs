@@ -18,6 +18,7 @@
 //!    silently drop acknowledged records.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::format::{decode_header, decode_record, parse_segment_name, Corruption, SEGMENT_HEADER_LEN};
 use super::{Lsn, WalError};
@@ -77,6 +78,12 @@ pub(crate) fn list_segments(storage: &dyn Storage, dir: &Path) -> Result<Vec<Seg
         .collect();
     segments.sort_by_key(|s| s.first_lsn);
     Ok(segments)
+}
+
+/// The first LSN of the oldest segment in `dir` (`None` when there is no segment): the
+/// oldest record the log can still give, once the segment holds one.
+pub fn oldest_segment_lsn(storage: &dyn Storage, dir: &Path) -> Result<Option<Lsn>, WalError> {
+    Ok(list_segments(storage, dir)?.first().map(|s| s.first_lsn))
 }
 
 /// Verifies the log in `dir`, cuts a torn or corrupt tail of the last segment, and reports.
@@ -199,7 +206,7 @@ pub struct Record {
 /// record at the end of the last segment ends the iteration (it is a write in progress);
 /// any other problem is yielded once as an error, and the iteration ends.
 pub struct WalReader<'s> {
-    storage: &'s dyn Storage,
+    storage: StorageRef<'s>,
     segments: std::vec::IntoIter<SegmentFile>,
     remaining_segments: usize,
     current: Option<(PathBuf, Vec<u8>, usize)>,
@@ -209,10 +216,41 @@ pub struct WalReader<'s> {
     done: bool,
 }
 
+/// The storage a reader reads through: borrowed (replay) or shared (a change feed's reader,
+/// which lives across calls).
+enum StorageRef<'s> {
+    Borrowed(&'s dyn Storage),
+    Shared(Arc<dyn Storage>),
+}
+
+impl StorageRef<'_> {
+    fn get(&self) -> &dyn Storage {
+        match self {
+            StorageRef::Borrowed(s) => *s,
+            StorageRef::Shared(s) => &**s,
+        }
+    }
+}
+
 impl<'s> WalReader<'s> {
     /// A reader of the records with `after < LSN <= up_to` in `dir`.
     pub fn open(storage: &'s dyn Storage, dir: &Path, after: Lsn, up_to: Lsn) -> Result<Self, WalError> {
-        let mut segments = list_segments(storage, dir)?;
+        Self::open_with(StorageRef::Borrowed(storage), dir, after, up_to)
+    }
+
+    /// [`WalReader::open`] holding its own reference to the storage, so the reader can be
+    /// kept between calls.
+    pub fn open_shared(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        after: Lsn,
+        up_to: Lsn,
+    ) -> Result<WalReader<'static>, WalError> {
+        WalReader::open_with(StorageRef::Shared(storage), dir, after, up_to)
+    }
+
+    fn open_with(storage: StorageRef<'s>, dir: &Path, after: Lsn, up_to: Lsn) -> Result<Self, WalError> {
+        let mut segments = list_segments(storage.get(), dir)?;
         // Skip whole segments whose successor starts at or before `after + 1`: every record
         // in them is at or before `after`.
         let skip = segments
@@ -261,7 +299,7 @@ impl Iterator for WalReader<'_> {
                         });
                     }
                 }
-                let data = match self.storage.read(&seg.path) {
+                let data = match self.storage.get().read(&seg.path) {
                     Ok(d) => d,
                     Err(e) => return self.fail(WalError::io("read", &seg.path, e)),
                 };
