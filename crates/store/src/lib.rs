@@ -8,6 +8,8 @@
 //!   [`version_cell`]; readers take the current one without a lock;
 //! - one writer thread ([`writer`]) that applies write closures copy-on-write, logs each
 //!   change in the write-ahead log ([`wal`]) with group commit, then publishes;
+//! - a change feed ([`feed`]): subscribers receive each published batch's changes with
+//!   their LSNs, and catch up from the log when they fall behind;
 //! - snapshots ([`snapshot`]) written from an old version while writes go on, loaded in
 //!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]);
 //! - the [`storage`] trait beneath every file, so tests inject torn writes and crashes;
@@ -23,6 +25,8 @@
 
 #[cfg(not(loom))]
 pub mod error;
+#[cfg(not(loom))]
+pub mod feed;
 #[cfg(not(loom))]
 pub mod idset;
 #[cfg(not(loom))]
@@ -58,6 +62,8 @@ pub mod writer;
 
 #[cfg(not(loom))]
 pub use error::StoreError;
+#[cfg(not(loom))]
+pub use feed::{CommittedBatch, CommittedChange, FeedError, FeedStart, FeedSubscription};
 #[cfg(not(loom))]
 pub use record::{EntryId, EntryRecord};
 #[cfg(not(loom))]

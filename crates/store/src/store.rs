@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use larch_model::schema::Schema;
 
 use crate::error::StoreError;
+use crate::feed::{self, FeedError, FeedHub, FeedStart, FeedSubscription, LogSource};
 use crate::index::{IndexConfig, Keyer, ResolvedIndexes};
 use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_record, TypeMap};
 use crate::record::{EntryId, EntryRecord};
@@ -140,8 +141,11 @@ struct Inner {
     threads: usize,
     duty_cycle: f64,
     snapshot_dir: PathBuf,
+    wal_dir: PathBuf,
     cell: Arc<VersionCell<Version>>,
     wal: Arc<Wal>,
+    /// The change feed's subscribers.
+    feed: Arc<FeedHub>,
     jobs: Mutex<Option<SyncSender<Job>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     /// One snapshot at a time.
@@ -252,13 +256,15 @@ impl Store {
 
         let cell = Arc::new(VersionCell::new(Arc::new(version)));
         let wal = Arc::new(wal);
+        let feed = Arc::new(FeedHub::new());
         let (tx, rx) = sync_channel::<Job>(MAX_QUEUED_WRITES);
         let writer = {
             let cell = Arc::clone(&cell);
             let wal = Arc::clone(&wal);
+            let feed = Arc::clone(&feed);
             std::thread::Builder::new()
                 .name("larch-writer".into())
-                .spawn(move || writer::run(rx, cell, wal))
+                .spawn(move || writer::run(rx, cell, wal, feed))
                 .map_err(io("start the writer for", &options.dir))?
         };
         let store = Store {
@@ -267,8 +273,10 @@ impl Store {
                 threads: options.thread_count(),
                 duty_cycle: options.snapshot_duty_cycle,
                 snapshot_dir,
+                wal_dir,
                 cell,
                 wal,
+                feed,
                 jobs: Mutex::new(Some(tx)),
                 writer: Mutex::new(Some(writer)),
                 snapshot_lock: Mutex::new(()),
@@ -376,6 +384,36 @@ impl Store {
             let _ = tx.send(r);
         });
         rx.recv().unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// Subscribes to the change feed ([`crate::feed`]): every change committed after
+    /// `from`, in commit order, batch by batch. From [`FeedStart::After`] the changes already
+    /// committed are read from the log segments on disk first; if a snapshot has removed
+    /// the segment holding the first of them, this fails with
+    /// [`FeedError::SnapshotNeeded`]. The writer never waits for a subscriber: one that
+    /// falls behind reads the log until it is live again.
+    pub fn subscribe(&self, from: FeedStart) -> Result<FeedSubscription, FeedError> {
+        feed::subscribe(&self.inner.feed, self.log_source(), from).map(|(sub, _)| sub)
+    }
+
+    /// Subscribes from the current version: the version, and a subscription that delivers
+    /// every change after its LSN. The way to start again after
+    /// [`FeedError::SnapshotNeeded`]: the version is the snapshot.
+    pub fn subscribe_at_current(&self) -> Result<(Arc<Version>, FeedSubscription), FeedError> {
+        feed::subscribe(&self.inner.feed, self.log_source(), FeedStart::Now).map(|(sub, v)| (v, sub))
+    }
+
+    /// How many change feed subscriptions are registered (a dropped one is gone at once).
+    pub fn subscriber_count(&self) -> usize {
+        self.inner.feed.subscriber_count()
+    }
+
+    fn log_source(&self) -> LogSource {
+        LogSource {
+            storage: Arc::clone(&self.inner.storage),
+            wal_dir: self.inner.wal_dir.clone(),
+            cell: Arc::clone(&self.inner.cell),
+        }
     }
 
     /// Writes a snapshot of the current version (writes go on meanwhile, the writer paced to

@@ -25,6 +25,10 @@ pub struct WriteTxn<'a> {
     /// Encoded WAL payloads of the changes made, in order.
     pub(crate) log: &'a mut Vec<Vec<u8>>,
     pub(crate) scratch: &'a mut Vec<u8>,
+    /// The changes themselves, one per payload, kept only when the change feed has
+    /// subscribers (`keep_changes`); otherwise each is dropped once encoded, as it always was.
+    pub(crate) changes: &'a mut Vec<Change>,
+    pub(crate) keep_changes: bool,
 }
 
 impl WriteTxn<'_> {
@@ -36,6 +40,14 @@ impl WriteTxn<'_> {
     /// True when this transaction has made a change.
     pub fn changed(&self) -> bool {
         !self.log.is_empty()
+    }
+
+    /// Logs one applied change: its payload for the log, the change itself for the feed.
+    fn logged(&mut self, record: Vec<u8>, change: Change) {
+        self.log.push(record);
+        if self.keep_changes {
+            self.changes.push(change);
+        }
     }
 
     /// The parent ID for an entry named `norm_dn`: its parent entry when it exists (even
@@ -60,40 +72,37 @@ impl WriteTxn<'_> {
     ) -> Result<EntryId, StoreError> {
         let parent = self.parent_for(norm_dn, naming_context)?;
         let (rdn, norm_rdn) = rdn_parts(dn, norm_dn, parent == 0);
-        let record = checked(Change::Add {
+        let (record, change) = checked(Change::Add {
             dn: dn.to_string(),
             attributes_ber: attrs.to_attributes_ber(self.version.schema()),
         })?;
         let id = self
             .version
             .add(parent, &rdn, &norm_rdn, attrs.as_ref(), self.scratch)?;
-        self.log.push(record);
+        self.logged(record, change);
         Ok(id)
     }
 
     /// Replaces the attributes of entry `id`.
     pub fn modify(&mut self, id: EntryId, attrs: &StoredEntry) -> Result<(), StoreError> {
-        let record = checked(Change::Modify {
+        let (record, change) = checked(Change::Modify {
             dn: self.version.dn(id),
             attributes_ber: attrs.to_attributes_ber(self.version.schema()),
         })?;
         self.version.replace(id, attrs.as_ref(), self.scratch)?;
-        self.log.push(record);
+        self.logged(record, change);
         Ok(())
     }
 
     /// Deletes entry `id`, which must be a leaf. Its log record carries no attributes
     /// (see [`WriteTxn::delete_with`]).
     pub fn delete(&mut self, id: EntryId) -> Result<(), StoreError> {
-        let dn = self.version.dn(id);
+        let change = Change::Delete {
+            dn: self.version.dn(id),
+            attributes_ber: Vec::new(),
+        };
         self.version.delete(id, self.scratch)?;
-        self.log.push(
-            Change::Delete {
-                dn,
-                attributes_ber: Vec::new(),
-            }
-            .to_vec(),
-        );
+        self.logged(change.to_vec(), change);
         Ok(())
     }
 
@@ -103,12 +112,12 @@ impl WriteTxn<'_> {
     /// interpret. Replay ignores them; the change feed and the log carry them to whoever
     /// needs the delete's identity and stamp.
     pub fn delete_with(&mut self, id: EntryId, attrs: &StoredEntry) -> Result<(), StoreError> {
-        let record = checked(Change::Delete {
+        let (record, change) = checked(Change::Delete {
             dn: self.version.dn(id),
             attributes_ber: attrs.to_attributes_ber(self.version.schema()),
         })?;
         self.version.delete(id, self.scratch)?;
-        self.log.push(record);
+        self.logged(record, change);
         Ok(())
     }
 
@@ -126,25 +135,26 @@ impl WriteTxn<'_> {
         let old_dn = self.version.dn(id);
         let parent = self.parent_for(new_norm_dn, naming_context)?;
         let (rdn, norm_rdn) = rdn_parts(new_dn, new_norm_dn, parent == 0);
-        let record = checked(Change::ModifyDn {
+        let (record, change) = checked(Change::ModifyDn {
             dn: old_dn,
             new_dn: new_dn.to_string(),
             attributes_ber: attrs.to_attributes_ber(self.version.schema()),
         })?;
         self.version
             .rename(id, parent, &rdn, &norm_rdn, attrs.as_ref(), self.scratch)?;
-        self.log.push(record);
+        self.logged(record, change);
         Ok(())
     }
 }
 
-/// Encodes a change, refusing one too large for a log record before anything is changed.
-fn checked(change: Change) -> Result<Vec<u8>, StoreError> {
+/// Encodes a change, refusing one too large for a log record before anything is changed;
+/// hands the change back for the feed.
+fn checked(change: Change) -> Result<(Vec<u8>, Change), StoreError> {
     let payload = change.to_vec();
     if payload.len() > MAX_RECORD_PAYLOAD {
         return Err(StoreError::TooLarge { len: payload.len() });
     }
-    Ok(payload)
+    Ok((payload, change))
 }
 
 /// Applies one logged change (replay at startup).

@@ -13,7 +13,9 @@
 //!    group commit makes one fsync cover the whole batch (and jobs queued meanwhile form the
 //!    next batch).
 //! 4. Once the records are acknowledged, it publishes the new version (readers see all of
-//!    the batch or none of it), then reports each job's result.
+//!    the batch or none of it), hands the batch's changes to the change feed's subscribers
+//!    ([`crate::feed`]: a non-blocking push into each one's bounded queue; with no
+//!    subscriber, nothing is kept or copied), then reports each job's result.
 //! 5. If the log fails, the batch's version is dropped, jobs that changed something get
 //!    [`StoreError::Failed`], and every later job too: a log that failed an fsync cannot be
 //!    trusted again until the store is reopened (recovery then decides what survived).
@@ -25,10 +27,12 @@ use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
 use std::sync::Arc;
 
 use crate::error::StoreError;
+use crate::feed::FeedHub;
 use crate::txn::WriteTxn;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
-use crate::wal::Wal;
+use crate::wal::record::Change;
+use crate::wal::{Lsn, Wal};
 
 /// Jobs waiting for the writer before submitters block.
 pub const MAX_QUEUED_WRITES: usize = 4096;
@@ -43,11 +47,23 @@ pub(crate) type Finish = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// stops the store, and returns what to call when its batch is settled.
 pub(crate) type Job = Box<dyn FnOnce(Result<&mut WriteTxn<'_>, StoreError>) -> Finish + Send>;
 
+/// Tells the feed's subscribers that the writer stopped, however it stops.
+struct CloseFeed(Arc<FeedHub>);
+
+impl Drop for CloseFeed {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// The writer loop; returns when every sender is gone.
-pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc<Wal>) {
+pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc<Wal>, feed: Arc<FeedHub>) {
+    let feed = CloseFeed(feed);
     let mut current = cell.load();
     let mut failed: Option<String> = None;
     let mut log: Vec<Vec<u8>> = Vec::new();
+    // The batch's changes for the feed, kept only while it has subscribers.
+    let mut kept: Vec<Change> = Vec::new();
     let mut scratch: Vec<u8> = Vec::with_capacity(1024);
     loop {
         let first = match jobs.recv() {
@@ -70,12 +86,16 @@ pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc
         let mut working: Version = (*current).clone();
         let mut finishers: Vec<(Finish, bool)> = Vec::with_capacity(batch.len());
         log.clear();
+        kept.clear();
+        let keep_changes = feed.0.has_subscribers();
         for job in batch {
             let before = log.len();
             let mut txn = WriteTxn {
                 version: &mut working,
                 log: &mut log,
                 scratch: &mut scratch,
+                changes: &mut kept,
+                keep_changes,
             };
             let finish = job(Ok(&mut txn));
             finishers.push((finish, log.len() > before));
@@ -86,17 +106,20 @@ pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc
             }
             continue;
         }
+        let logged = log.len();
         match log_batch(&wal, &mut log) {
-            Ok(last) => {
+            Ok((first, last)) => {
                 working.lsn = last;
                 let next = Arc::new(working);
                 cell.publish(Arc::clone(&next));
                 current = next;
+                feed.0.deliver(first, logged, &mut kept);
                 for (finish, _) in finishers {
                     finish(Ok(()));
                 }
             }
             Err(e) => {
+                kept.clear();
                 let msg = e.to_string();
                 failed = Some(msg.clone());
                 for (finish, changed) in finishers {
@@ -111,12 +134,15 @@ pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc
     }
 }
 
-/// Hands the records to the log and waits for the last; returns its LSN.
-fn log_batch(wal: &Wal, log: &mut Vec<Vec<u8>>) -> Result<u64, StoreError> {
+/// Hands the records to the log and waits for the last; returns the first and last LSNs
+/// (consecutive: this thread is the log's only writer).
+fn log_batch(wal: &Wal, log: &mut Vec<Vec<u8>>) -> Result<(Lsn, Lsn), StoreError> {
+    let mut first = None;
     let mut last = 0;
     for payload in log.drain(..) {
         last = wal.submit(payload)?;
+        first.get_or_insert(last);
     }
     wal.wait_for(last)?;
-    Ok(last)
+    Ok((first.unwrap_or(last), last))
 }

@@ -1,0 +1,659 @@
+//! The change feed: after each batch is published, subscribers receive its changes in commit
+//! order, each with its LSN; a subscriber that falls behind catches up from the write-ahead
+//! log, and the writer never waits for one.
+//!
+//! # Protocol
+//!
+//! 1. [`crate::Store::subscribe`] registers a slot with the hub, under the hub's lock: a
+//!    queue of at most [`MAX_FEED_BATCHES`] batches, a `behind` flag and a `closed` flag.
+//!    Only then does it read the published LSN `P` (the LSN of the current version). From
+//!    [`FeedStart::Now`] it owes the changes after `P`; from [`FeedStart::After`]`(n)` the
+//!    changes after `n`, those up to `P` read from the log segments first (step 5).
+//! 2. The writer, when it starts a batch, loads the number of subscribers (one atomic load).
+//!    When there are some, each change's decoded form (the [`Change`] the transaction built
+//!    and encoded anyway) is kept beside its payload; when there are none, nothing is kept.
+//! 3. After publishing the batch's version, and before reporting the jobs' results, the
+//!    writer hands the batch (one `Arc`, shared by every subscriber) to each slot, under the
+//!    slot's lock: if `behind` is set it skips the slot; if the queue has room it pushes the
+//!    batch; otherwise (a full queue, or a batch whose changes were not kept because it
+//!    started before the first subscriber came) it sets `behind` and wakes the subscriber.
+//! 4. A subscription tracks `next`, the LSN of the first change it still owes. It takes the
+//!    batches in its queue in order; a batch wholly below `next` (already read from the
+//!    log) is dropped and one straddling `next` is cut.
+//! 5. When its queue is empty and `behind` is set, it clears `behind` under the slot's lock
+//!    (the writer queues for it again from the next batch), *then* reads `P` anew, and reads
+//!    the records `next..=P` from the log, at most [`MAX_CATCH_UP_CHANGES`] per call,
+//!    checking that each record's LSN is `next`. Then it goes back to its queue (step 4). If
+//!    the queue filled up meanwhile, `behind` is set again and the cycle repeats; a
+//!    subscriber that reads faster than the writer writes ends up live.
+//! 6. If the log no longer holds `next` (a snapshot removed its segment), the read fails with
+//!    [`FeedError::SnapshotNeeded`], and keeps failing so: the subscriber must start again
+//!    from a snapshot, either the current version ([`crate::Store::subscribe_at_current`])
+//!    or a snapshot file at LSN `s` followed by a subscription from `After(s)`.
+//! 7. When the writer stops (the store closes), it sets `closed` in every slot and empties
+//!    the hub. A subscription delivers what is queued, then the log records up to the last
+//!    published LSN if it still owes some, then fails with [`FeedError::Closed`].
+//!
+//! # Invariants
+//!
+//! 1. **No gap.** A batch the writer did not queue for a slot was published before the
+//!    writer took the slot's lock to skip it or to set `behind`; the subscriber clears
+//!    `behind` in a later lock of the slot, and reads `P` after that, so `P` covers the
+//!    batch and the log read up to `P` delivers it. A slot registered after the writer went
+//!    through the hub reads `P` after the registration, so after the publication. (If the
+//!    writer skipped the hub because it loaded a count of 0 while a subscriber registered,
+//!    that subscriber still read `P` after the publication: had it read `P` before, its
+//!    registration would have happened before the writer's load, which would have seen it.)
+//! 2. **No duplicate.** `next` only moves forward, and a change is delivered only at `next`.
+//! 3. **The writer never waits for a subscriber.** It holds a slot's lock for one push or
+//!    one flag; a subscription holds it for one pop or one flag, never while it reads the
+//!    log or its caller works. A full queue is never waited on.
+//! 4. **No subscriber, no work.** Two atomic loads per batch; no change is kept, cloned or
+//!    allocated.
+//!
+//! # Limits
+//!
+//! [`MAX_FEED_BATCHES`] batches queued per subscriber, each holding at most
+//! [`crate::writer::MAX_BATCH`] changes; [`MAX_CATCH_UP_CHANGES`] changes per batch read
+//! from the log.
+//!
+//! # Costs
+//!
+//! - With subscribers, the writer keeps the decoded changes it built anyway (no copy),
+//!   allocates one `Vec` and one `Arc` per batch, and takes each slot's lock once per batch.
+//! - A catch-up runs on the subscriber's thread: it reads the segment holding `next` whole
+//!   (up to [`crate::wal::SEGMENT_SIZE_LIMIT`], 64 MiB) and each later one, verifying every
+//!   record's CRC, and decodes the records it delivers.
+//! - A subscription keeps the store's last published version alive after the store is
+//!   closed, until it is dropped (it reads `P` from it).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::storage::Storage;
+use crate::version::Version;
+use crate::version_cell::VersionCell;
+use crate::wal::record::{Change, ChangeDecodeError};
+use crate::wal::{oldest_segment_lsn, Lsn, WalError, WalReader};
+
+/// Batches queued for one subscriber before it is marked behind. A subscriber that pauses
+/// longer than this many batches then reads the log instead (a segment read, 64 MiB at most
+/// at once); a longer queue holds more memory per slow subscriber (a batch holds up to
+/// [`crate::writer::MAX_BATCH`] changes, but under load a batch is one group commit, a few
+/// to a few hundred changes).
+pub const MAX_FEED_BATCHES: usize = 256;
+
+/// Changes in one batch read from the log while catching up: bounds the memory one
+/// delivered batch holds and the time one call takes (the same as a writer batch).
+pub const MAX_CATCH_UP_CHANGES: usize = crate::writer::MAX_BATCH;
+
+/// Where a subscription starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedStart {
+    /// With the first batch published after the subscription.
+    Now,
+    /// With the change after this LSN (0: the first change ever); the changes already
+    /// committed come from the log segments still on disk.
+    After(Lsn),
+}
+
+/// One committed change and its LSN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedChange {
+    /// The change's LSN.
+    pub lsn: Lsn,
+    /// The change, as logged: the DN and the entry's stored attributes after the change (a
+    /// delete's are the attributes the server gave to describe it).
+    pub change: Change,
+}
+
+/// Consecutive committed changes, in commit order, never empty. A live batch is one of the
+/// writer's batches (all of it or none of it is visible to readers); batches read from the
+/// log while catching up are cut at [`MAX_CATCH_UP_CHANGES`] changes, not at the writer's
+/// batch boundaries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedBatch {
+    changes: Vec<CommittedChange>,
+    from_log: bool,
+}
+
+impl CommittedBatch {
+    /// The changes, LSNs consecutive and ascending.
+    pub fn changes(&self) -> &[CommittedChange] {
+        &self.changes
+    }
+
+    /// The LSN of the first change.
+    pub fn first_lsn(&self) -> Lsn {
+        self.changes.first().map_or(0, |c| c.lsn)
+    }
+
+    /// The LSN of the last change.
+    pub fn last_lsn(&self) -> Lsn {
+        self.changes.last().map_or(0, |c| c.lsn)
+    }
+
+    /// How many changes.
+    pub fn len(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// Never true for a delivered batch.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    /// True when the batch was read from the log (while catching up), false when the
+    /// writer handed it over.
+    pub fn from_log(&self) -> bool {
+        self.from_log
+    }
+}
+
+/// Why a subscription cannot go on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FeedError {
+    /// The log no longer holds the changes the subscription owes (a snapshot covered them
+    /// and their segments were removed). Start again from a snapshot: see
+    /// [`crate::Store::subscribe_at_current`].
+    #[error(
+        "the log no longer holds LSN {from_lsn} (it starts at LSN {oldest_available}); \
+         start again from a snapshot"
+    )]
+    SnapshotNeeded {
+        /// The first LSN the subscription needed.
+        from_lsn: Lsn,
+        /// The oldest LSN the log can give.
+        oldest_available: Lsn,
+    },
+    /// A subscription from an LSN the store has not reached.
+    #[error("LSN {after} is beyond the last committed LSN {last}")]
+    Ahead {
+        /// The LSN asked for.
+        after: Lsn,
+        /// The last committed LSN.
+        last: Lsn,
+    },
+    /// The log ends before a committed LSN (it was damaged or changed under the store).
+    #[error("the log ends before LSN {next}, yet changes up to LSN {committed} were committed")]
+    LogEnded {
+        /// The first LSN missing.
+        next: Lsn,
+        /// The last committed LSN.
+        committed: Lsn,
+    },
+    /// A log record that is not a change.
+    #[error("log record {lsn}: {problem}")]
+    Decode {
+        /// The record.
+        lsn: Lsn,
+        /// What is wrong with it.
+        problem: ChangeDecodeError,
+    },
+    /// Reading the log failed.
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    /// The store is closed: every change it committed was delivered.
+    #[error("the store is shut down")]
+    Closed,
+}
+
+/// What the writer and a subscription share for one subscriber.
+struct Slot {
+    state: Mutex<SlotState>,
+    /// Wakes the subscription when a batch is queued, `behind` is set, or `closed`.
+    wake: Condvar,
+}
+
+struct SlotState {
+    queue: VecDeque<Arc<CommittedBatch>>,
+    /// The writer skipped a batch: the subscription must read the log after its queue.
+    behind: bool,
+    /// The writer has stopped.
+    closed: bool,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        // Every update is a single push, pop or flag assignment; a poisoned lock is intact.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Step 3: queue the batch, or mark the slot behind. Never waits for the subscriber.
+    fn offer(&self, batch: Option<&Arc<CommittedBatch>>) {
+        let mut s = self.lock();
+        if s.behind {
+            return;
+        }
+        match batch {
+            Some(b) if s.queue.len() < MAX_FEED_BATCHES => s.queue.push_back(Arc::clone(b)),
+            _ => s.behind = true,
+        }
+        drop(s);
+        self.wake.notify_one();
+    }
+}
+
+struct HubState {
+    slots: Vec<Arc<Slot>>,
+    closed: bool,
+}
+
+/// The writer's side of the feed: the registered subscribers.
+pub(crate) struct FeedHub {
+    /// `slots.len()`, readable without the lock: the writer's test for "no subscriber".
+    subscribers: AtomicUsize,
+    state: Mutex<HubState>,
+}
+
+impl FeedHub {
+    pub(crate) fn new() -> FeedHub {
+        FeedHub {
+            subscribers: AtomicUsize::new(0),
+            state: Mutex::new(HubState {
+                slots: Vec::new(),
+                closed: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubState> {
+        // Updated by single pushes, removals and assignments; a poisoned lock is intact.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when some subscription is registered (step 2).
+    pub(crate) fn has_subscribers(&self) -> bool {
+        self.subscriber_count() > 0
+    }
+
+    pub(crate) fn subscriber_count(&self) -> usize {
+        self.subscribers.load(Ordering::SeqCst)
+    }
+
+    fn register(&self) -> Result<Arc<Slot>, FeedError> {
+        let mut hub = self.lock();
+        if hub.closed {
+            return Err(FeedError::Closed);
+        }
+        let slot = Arc::new(Slot {
+            state: Mutex::new(SlotState {
+                queue: VecDeque::new(),
+                behind: false,
+                closed: false,
+            }),
+            wake: Condvar::new(),
+        });
+        hub.slots.push(Arc::clone(&slot));
+        self.subscribers.store(hub.slots.len(), Ordering::SeqCst);
+        Ok(slot)
+    }
+
+    fn unregister(&self, slot: &Arc<Slot>) {
+        let mut hub = self.lock();
+        hub.slots.retain(|s| !Arc::ptr_eq(s, slot));
+        self.subscribers.store(hub.slots.len(), Ordering::SeqCst);
+    }
+
+    /// Step 3, on the writer thread after a batch was published: `kept` holds the batch's
+    /// changes (LSNs from `first_lsn`) when it started with subscribers, or nothing. Leaves
+    /// `kept` empty.
+    pub(crate) fn deliver(&self, first_lsn: Lsn, logged: usize, kept: &mut Vec<Change>) {
+        if !self.has_subscribers() {
+            kept.clear();
+            return;
+        }
+        let batch = (logged > 0 && kept.len() == logged).then(|| {
+            Arc::new(CommittedBatch {
+                changes: kept
+                    .drain(..)
+                    .zip(first_lsn..)
+                    .map(|(change, lsn)| CommittedChange { lsn, change })
+                    .collect(),
+                from_log: false,
+            })
+        });
+        kept.clear();
+        let hub = self.lock();
+        for slot in &hub.slots {
+            slot.offer(batch.as_ref());
+        }
+    }
+
+    /// Step 7: the writer has stopped.
+    pub(crate) fn close(&self) {
+        let mut hub = self.lock();
+        hub.closed = true;
+        for slot in hub.slots.drain(..) {
+            slot.lock().closed = true;
+            slot.wake.notify_all();
+        }
+        self.subscribers.store(0, Ordering::SeqCst);
+    }
+}
+
+/// What a subscription reads the log and the published LSN through.
+pub(crate) struct LogSource {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) wal_dir: PathBuf,
+    pub(crate) cell: Arc<VersionCell<Version>>,
+}
+
+/// How long a read may wait for a batch.
+#[derive(Clone, Copy)]
+enum Wait {
+    No,
+    Until(Instant),
+    Forever,
+}
+
+/// What the queue gave.
+enum Taken {
+    Batch(Arc<CommittedBatch>),
+    CatchUp,
+    Closed,
+    Nothing,
+}
+
+/// A catch-up in progress: the log records up to `up_to`.
+struct CatchUp {
+    reader: WalReader<'static>,
+    up_to: Lsn,
+}
+
+/// One subscriber's end of the feed ([`crate::Store::subscribe`]). Dropping it unregisters
+/// it. Reads block the calling thread (they may read log segments from disk); a plain
+/// thread or a blocking task should own it.
+pub struct FeedSubscription {
+    hub: Arc<FeedHub>,
+    slot: Arc<Slot>,
+    source: LogSource,
+    /// The LSN of the first change still owed.
+    next: Lsn,
+    catch_up: Option<CatchUp>,
+    /// The log must be read up to the published LSN before the queue (step 5).
+    must_catch_up: bool,
+    /// `closed` was seen and the final catch-up started.
+    closing: bool,
+}
+
+impl std::fmt::Debug for FeedSubscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedSubscription")
+            .field("next", &self.next)
+            .field("catching_up", &self.catch_up.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Step 1. Returns the subscription and the version whose LSN it starts after when `from`
+/// is `Now`.
+pub(crate) fn subscribe(
+    hub: &Arc<FeedHub>,
+    source: LogSource,
+    from: FeedStart,
+) -> Result<(FeedSubscription, Arc<Version>), FeedError> {
+    let slot = hub.register()?;
+    let current = source.cell.load();
+    let published = current.lsn;
+    let mut sub = FeedSubscription {
+        hub: Arc::clone(hub),
+        slot,
+        source,
+        next: published.saturating_add(1),
+        catch_up: None,
+        must_catch_up: false,
+        closing: false,
+    };
+    if let FeedStart::After(after) = from {
+        if after > published {
+            return Err(FeedError::Ahead {
+                after,
+                last: published,
+            });
+        }
+        sub.next = after.saturating_add(1);
+        if after < published {
+            sub.must_catch_up = true;
+            // Refuse now what the first read would refuse (a segment may still go before
+            // then; the read checks again).
+            let oldest = sub.oldest_available()?;
+            if oldest > sub.next {
+                return Err(FeedError::SnapshotNeeded {
+                    from_lsn: sub.next,
+                    oldest_available: oldest,
+                });
+            }
+        }
+    }
+    Ok((sub, current))
+}
+
+impl FeedSubscription {
+    /// The next batch; waits for one. After [`FeedError::Closed`] every committed change
+    /// was delivered.
+    pub fn recv(&mut self) -> Result<Arc<CommittedBatch>, FeedError> {
+        loop {
+            if let Some(batch) = self.next_batch(Wait::Forever)? {
+                return Ok(batch);
+            }
+        }
+    }
+
+    /// The next batch, or `None` after `timeout` without one.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<Option<Arc<CommittedBatch>>, FeedError> {
+        let wait = Instant::now()
+            .checked_add(timeout)
+            .map_or(Wait::Forever, Wait::Until);
+        self.next_batch(wait)
+    }
+
+    /// The next batch if one is ready (catching up reads the log, so this may still take the
+    /// time of a segment read), else `None`.
+    pub fn try_recv(&mut self) -> Result<Option<Arc<CommittedBatch>>, FeedError> {
+        self.next_batch(Wait::No)
+    }
+
+    /// The LSN of the last change delivered (or the one the subscription started after).
+    pub fn last_lsn(&self) -> Lsn {
+        self.next.saturating_sub(1)
+    }
+
+    fn next_batch(&mut self, wait: Wait) -> Result<Option<Arc<CommittedBatch>>, FeedError> {
+        loop {
+            if self.must_catch_up {
+                self.start_catch_up()?;
+            }
+            if self.catch_up.is_some() {
+                if let Some(batch) = self.read_log()? {
+                    return Ok(Some(batch));
+                }
+                continue;
+            }
+            match self.take(wait) {
+                Taken::Batch(batch) => {
+                    if let Some(batch) = self.owed_part(batch) {
+                        return Ok(Some(batch));
+                    }
+                }
+                Taken::CatchUp => self.must_catch_up = true,
+                Taken::Closed => {
+                    if self.closing {
+                        return Err(FeedError::Closed);
+                    }
+                    self.closing = true;
+                    self.must_catch_up = true;
+                }
+                Taken::Nothing => return Ok(None),
+            }
+        }
+    }
+
+    /// Steps 4 and 5 on the slot: the next queued batch, or the news that the log must be
+    /// read (clearing `behind`), or that the writer stopped; waits as `wait` allows.
+    fn take(&self, wait: Wait) -> Taken {
+        let mut s = self.slot.lock();
+        loop {
+            if let Some(batch) = s.queue.pop_front() {
+                return Taken::Batch(batch);
+            }
+            if s.behind {
+                s.behind = false;
+                return Taken::CatchUp;
+            }
+            if s.closed {
+                return Taken::Closed;
+            }
+            s = match wait {
+                Wait::No => return Taken::Nothing,
+                Wait::Forever => self.slot.wake.wait(s).unwrap_or_else(|e| e.into_inner()),
+                Wait::Until(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Taken::Nothing;
+                    }
+                    self.slot
+                        .wake
+                        .wait_timeout(s, deadline - now)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0)
+                }
+            };
+        }
+    }
+
+    /// Step 4: the part of a queued batch still owed, or `None` when all of it was
+    /// delivered. A batch that starts after `next` cannot follow from the protocol; it is
+    /// dropped and the log read instead (it was published before it was queued, so the log
+    /// read up to the published LSN holds it).
+    fn owed_part(&mut self, batch: Arc<CommittedBatch>) -> Option<Arc<CommittedBatch>> {
+        if batch.is_empty() || batch.last_lsn() < self.next {
+            return None;
+        }
+        let first = batch.first_lsn();
+        if first > self.next {
+            self.must_catch_up = true;
+            return None;
+        }
+        let skip = usize::try_from(self.next - first).unwrap_or(usize::MAX);
+        self.next = batch.last_lsn().saturating_add(1);
+        if skip == 0 {
+            return Some(batch);
+        }
+        Some(Arc::new(CommittedBatch {
+            changes: batch.changes.get(skip..).unwrap_or_default().to_vec(),
+            from_log: false,
+        }))
+    }
+
+    /// Step 5: starts reading the log from `next` up to the published LSN.
+    fn start_catch_up(&mut self) -> Result<(), FeedError> {
+        self.catch_up = None;
+        let up_to = self.source.cell.load().lsn;
+        if self.next <= up_to {
+            let reader = WalReader::open_shared(
+                Arc::clone(&self.source.storage),
+                &self.source.wal_dir,
+                self.next.saturating_sub(1),
+                up_to,
+            )?;
+            self.catch_up = Some(CatchUp { reader, up_to });
+        }
+        self.must_catch_up = false;
+        Ok(())
+    }
+
+    /// Up to [`MAX_CATCH_UP_CHANGES`] records from the log. Changes read before a failure
+    /// are delivered first; the failure comes with the next call, which reads again.
+    fn read_log(&mut self) -> Result<Option<Arc<CommittedBatch>>, FeedError> {
+        let Some(catch_up) = self.catch_up.as_mut() else {
+            return Ok(None);
+        };
+        let mut changes: Vec<CommittedChange> = Vec::new();
+        let mut failure: Option<FeedError> = None;
+        while changes.len() < MAX_CATCH_UP_CHANGES && self.next <= catch_up.up_to {
+            match catch_up.reader.next() {
+                Some(Ok(record)) if record.lsn == self.next => match Change::decode(&record.payload) {
+                    Ok(change) => {
+                        changes.push(CommittedChange {
+                            lsn: record.lsn,
+                            change,
+                        });
+                        self.next += 1;
+                    }
+                    Err(problem) => {
+                        failure = Some(FeedError::Decode {
+                            lsn: record.lsn,
+                            problem,
+                        });
+                        break;
+                    }
+                },
+                // A record after `next`: the segments holding `next` are gone.
+                Some(Ok(record)) => {
+                    failure = Some(FeedError::SnapshotNeeded {
+                        from_lsn: self.next,
+                        oldest_available: record.lsn,
+                    });
+                    break;
+                }
+                Some(Err(e)) => {
+                    failure = Some(FeedError::Wal(e));
+                    break;
+                }
+                None => {
+                    failure = Some(FeedError::LogEnded {
+                        next: self.next,
+                        committed: catch_up.up_to,
+                    });
+                    break;
+                }
+            }
+        }
+        if failure.is_some() || self.next > catch_up.up_to {
+            self.catch_up = None;
+        }
+        if let Some(failure) = failure {
+            self.must_catch_up = true;
+            if changes.is_empty() {
+                return Err(self.explain(failure));
+            }
+        }
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(CommittedBatch {
+            changes,
+            from_log: true,
+        })))
+    }
+
+    /// A failed log read means [`FeedError::SnapshotNeeded`] when the oldest segment now
+    /// starts after `next` (a snapshot removed segments, perhaps while they were being read).
+    fn explain(&self, failure: FeedError) -> FeedError {
+        match self.oldest_available() {
+            Ok(oldest) if oldest > self.next => FeedError::SnapshotNeeded {
+                from_lsn: self.next,
+                oldest_available: oldest,
+            },
+            _ => failure,
+        }
+    }
+
+    /// The oldest LSN the log can give: its oldest segment's first LSN (one past the
+    /// published LSN when there is no segment).
+    fn oldest_available(&self) -> Result<Lsn, FeedError> {
+        let oldest = oldest_segment_lsn(&*self.source.storage, &self.source.wal_dir)?;
+        Ok(oldest.unwrap_or_else(|| self.source.cell.load().lsn.saturating_add(1)))
+    }
+}
+
+impl Drop for FeedSubscription {
+    fn drop(&mut self) {
+        self.hub.unregister(&self.slot);
+    }
+}
