@@ -19,7 +19,11 @@
 //!
 //! Options: `--sync always|batch|none` (default `always`; `--batch-window-ms`, default 10,
 //! for `batch`), `--threads` (loading threads, 0: one per core), `--seed`, `--json` (one
-//! JSON object on stdout instead of one line per figure).
+//! JSON object on stdout instead of one line per figure), `--feed none|live|paused` (for
+//! `commit`: no change feed subscriber, default; one that reads every batch on its own
+//! thread as the writes go; one that reads nothing until the writers stop, then catches up,
+//! the time of which is reported), `--import FILE` (when `--data` holds no data yet, import
+//! this LDIF into it first, as `larch import` does).
 //!
 //! The store is closed without a snapshot, so the modifies stay in the log and the next run
 //! replays them (the entry count does not change; `snapshot-under-load` does write a
@@ -32,8 +36,12 @@ use std::time::{Duration, Instant};
 
 use larch_model::entry::{Attribute, Options, StoredEntry};
 use larch_model::schema::{AttributeTypeId, Schema};
+use larch_store::import::{import_ldif, ImportOptions};
+use larch_store::storage::FsStorage;
 use larch_store::wal::SyncPolicy;
-use larch_store::{EntryId, Store, StoreError, StoreOptions, Version, WriteTxn};
+use larch_store::{
+    EntryId, FeedError, FeedStart, FeedSubscription, Store, StoreError, StoreOptions, Version, WriteTxn,
+};
 
 /// The allocator the `larch` binary uses.
 #[global_allocator]
@@ -59,11 +67,14 @@ struct Args {
     seed: u64,
     duty_cycle: f64,
     json: bool,
+    feed: String,
+    import: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: store_bench <lookup|commit|snapshot-under-load>... --data DIR [--uids FILE] \
                      [--lookups N] [--writers N] [--seconds S] [--sync always|batch|none] [--duty-cycle F] \
-                     [--batch-window-ms MS] [--threads N] [--seed N] [--json]";
+                     [--batch-window-ms MS] [--threads N] [--seed N] [--json] [--feed none|live|paused] \
+                     [--import FILE]";
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
@@ -79,6 +90,8 @@ fn parse_args() -> Result<Args, String> {
         seed: 1,
         duty_cycle: larch_store::DEFAULT_SNAPSHOT_DUTY_CYCLE,
         json: false,
+        feed: "none".into(),
+        import: None,
     };
     let mut data = None;
     let mut window_ms = 10u64;
@@ -115,6 +128,8 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or_else(|| format!("--duty-cycle: `{v}` is not in (0, 1]"))?;
             }
             "--json" => a.json = true,
+            "--feed" => a.feed = value("--feed")?,
+            "--import" => a.import = Some(PathBuf::from(value("--import")?)),
             "-h" | "--help" => return Err(USAGE.into()),
             f @ ("lookup" | "commit" | "snapshot-under-load") => a.figures.push(f.into()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
@@ -123,6 +138,9 @@ fn parse_args() -> Result<Args, String> {
     a.data = data.ok_or_else(|| format!("--data is required\n{USAGE}"))?;
     if a.figures.is_empty() {
         return Err(format!("no figure asked for\n{USAGE}"));
+    }
+    if !matches!(a.feed.as_str(), "none" | "live" | "paused") {
+        return Err(format!("--feed: `{}` is not none, live or paused", a.feed));
     }
     a.sync = match a.sync_name.as_str() {
         "always" => SyncPolicy::Always,
@@ -227,10 +245,26 @@ fn main() {
 }
 
 fn run(a: &Args) -> Result<Json, String> {
+    let schema = Arc::new(Schema::builtin().map_err(|e| e.to_string())?);
+    if let Some(ldif) = &a.import {
+        let empty = std::fs::read_dir(&a.data).map_or(true, |mut d| d.next().is_none());
+        if empty {
+            let file = std::fs::File::open(ldif).map_err(|e| format!("{}: {e}", ldif.display()))?;
+            let options = ImportOptions {
+                dir: a.data.clone(),
+                storage: Arc::new(FsStorage),
+                schema: Arc::clone(&schema),
+                threads: a.threads,
+                naming_contexts: Vec::new(),
+                hook: None,
+                allow_file_urls: false,
+            };
+            import_ldif(&options, std::io::BufReader::new(file), |_| {}).map_err(|e| e.to_string())?;
+        }
+    }
     if !a.data.is_dir() {
         return Err(format!("{} is not a data directory", a.data.display()));
     }
-    let schema = Arc::new(Schema::builtin().map_err(|e| e.to_string())?);
     let mut options = StoreOptions::new(&a.data, Arc::clone(&schema));
     options.sync = a.sync;
     options.threads = a.threads;
@@ -554,10 +588,85 @@ fn check_errors(l: &Load) -> Result<(), String> {
     }
 }
 
+/// What a change feed subscriber received.
+#[derive(Default)]
+struct FeedCount {
+    changes: u64,
+    batches: u64,
+    from_log: u64,
+}
+
+impl FeedCount {
+    fn take(&mut self, sub: &mut FeedSubscription, wait: Duration) -> Result<bool, FeedError> {
+        match sub.recv_timeout(wait)? {
+            Some(b) => {
+                self.changes += b.len() as u64;
+                self.batches += 1;
+                self.from_log += u64::from(b.from_log());
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
 fn commit(a: &Args, store: &Store, schema: &Schema) -> Result<Json, String> {
     let run_for = Duration::from_secs_f64(a.seconds);
+    let mut paused = None;
+    let mut live = None;
+    let stop_feed = Arc::new(AtomicBool::new(false));
+    match a.feed.as_str() {
+        "paused" => paused = Some(store.subscribe(FeedStart::Now).map_err(|e| e.to_string())?),
+        "live" => {
+            let mut sub = store.subscribe(FeedStart::Now).map_err(|e| e.to_string())?;
+            let stop = Arc::clone(&stop_feed);
+            live = Some(std::thread::spawn(move || {
+                let mut count = FeedCount::default();
+                while !stop.load(Ordering::Acquire) {
+                    count.take(&mut sub, Duration::from_millis(50))?;
+                }
+                while count.take(&mut sub, Duration::ZERO)? {}
+                Ok::<FeedCount, FeedError>(count)
+            }));
+        }
+        _ => {}
+    }
+    let start_lsn = store.current().lsn();
     let (l, ()) = load(a, store, schema, |_| std::thread::sleep(run_for))?;
     check_errors(&l)?;
+    let committed = store.current().lsn() - start_lsn;
+    let feed = match (live, paused) {
+        (Some(reader), _) => {
+            stop_feed.store(true, Ordering::Release);
+            let count = reader
+                .join()
+                .map_err(|_| "the feed reader panicked".to_string())?
+                .map_err(|e| e.to_string())?;
+            Some((count, Duration::ZERO))
+        }
+        (None, Some(mut sub)) => {
+            let t0 = Instant::now();
+            let mut count = FeedCount::default();
+            while count.changes < committed {
+                if !count
+                    .take(&mut sub, Duration::from_secs(5))
+                    .map_err(|e| e.to_string())?
+                {
+                    return Err("the paused subscriber got nothing for 5 s".into());
+                }
+            }
+            Some((count, t0.elapsed()))
+        }
+        _ => None,
+    };
+    if let Some((count, _)) = &feed {
+        if count.changes != committed {
+            return Err(format!(
+                "the feed delivered {} changes of the {committed} committed",
+                count.changes
+            ));
+        }
+    }
     let w = window(&l.samples, 0, l.elapsed.as_nanos() as u64);
     let batch = w.commits as f64 / l.batches.max(1) as f64;
     if !a.json {
@@ -580,7 +689,31 @@ fn commit(a: &Args, store: &Store, schema: &Schema) -> Result<Json, String> {
         .str("sync", &a.sync_name)
         .num("seconds", l.elapsed.as_secs_f64())
         .num("batches", l.batches as f64)
-        .num("mean_batch", batch);
+        .num("mean_batch", batch)
+        .str("feed", &a.feed);
+    if let Some((count, catch_up)) = feed {
+        if !a.json {
+            println!(
+                "feed ({}): {} changes in {} batches, {} of them read from the log{}",
+                a.feed,
+                count.changes,
+                count.batches,
+                count.from_log,
+                if catch_up.is_zero() {
+                    String::new()
+                } else {
+                    format!(
+                        "; caught up after the writers stopped in {:.3} s",
+                        catch_up.as_secs_f64()
+                    )
+                }
+            );
+        }
+        j.num("feed_changes", count.changes as f64)
+            .num("feed_batches", count.batches as f64)
+            .num("feed_batches_from_log", count.from_log as f64)
+            .num("feed_catch_up_seconds", catch_up.as_secs_f64());
+    }
     Ok(j)
 }
 
