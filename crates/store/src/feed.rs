@@ -111,9 +111,9 @@ pub struct CommittedChange {
 }
 
 /// Consecutive committed changes, in commit order, never empty. A live batch is one of the
-/// writer's batches (all of it or none of it is visible to readers); batches read from the
-/// log while catching up are cut at [`MAX_CATCH_UP_CHANGES`] changes, not at the writer's
-/// batch boundaries.
+/// writer's batches (all of it or none of it is visible to readers), or its tail where a
+/// catch-up from the log ended inside it; batches read from the log while catching up are
+/// cut at [`MAX_CATCH_UP_CHANGES`] changes, not at the writer's batch boundaries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedBatch {
     changes: Vec<CommittedChange>,
