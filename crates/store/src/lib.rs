@@ -72,6 +72,6 @@ pub use store::{
     DEFAULT_SNAPSHOT_DUTY_CYCLE, KEEP_SNAPSHOTS,
 };
 #[cfg(not(loom))]
-pub use txn::WriteTxn;
+pub use txn::{Savepoint, WriteTxn};
 #[cfg(not(loom))]
 pub use version::{EntryView, Lookup, Version};

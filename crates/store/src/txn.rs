@@ -2,9 +2,17 @@
 //!
 //! Each method is atomic on its own: it checks everything (the tree: parent, name, leaf;
 //! the caller has already checked the entry against the schema) before it changes
-//! anything, so a refused change leaves no trace. A closure making several changes gets no
-//! rollback of the earlier ones when a later one is refused; the LDAP operations make one
-//! change each (a subtree delete deletes leaves first, each of which stands on its own).
+//! anything, so a refused change leaves no trace. A closure making several changes (a
+//! subtree delete, a write whose hooks change other entries) takes a [`Savepoint`] first
+//! and returns to it when a later change is refused ([`WriteTxn::rollback_to`]): the
+//! version and the batch's log records are as they were, so none of its changes is
+//! published or logged.
+//!
+//! Cost of a savepoint: a clone of the version's roots (a few reference counts and the
+//! small vector of attribute indexes); afterwards, the first change to each node still
+//! shared with the savepoint copies that node (copy-on-write), where it would otherwise
+//! have been changed in place. Callers take one only when they will make more than one
+//! change.
 //!
 //! Replay (`apply_change`) runs the same methods on the logged records, so a replayed log
 //! puts the directory in exactly the state it had: IDs are assigned in the same order from
@@ -31,7 +39,32 @@ pub struct WriteTxn<'a> {
     pub(crate) keep_changes: bool,
 }
 
+/// A state of a transaction to return to (see the module documentation).
+#[derive(Debug)]
+pub struct Savepoint {
+    version: Version,
+    log_len: usize,
+    changes_len: usize,
+}
+
 impl WriteTxn<'_> {
+    /// A point to return to if a later change must be undone.
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint {
+            version: self.version.clone(),
+            log_len: self.log.len(),
+            changes_len: self.changes.len(),
+        }
+    }
+
+    /// Undoes every change made since `savepoint` was taken: the version and the log
+    /// records of the batch are as they were then.
+    pub fn rollback_to(&mut self, savepoint: Savepoint) {
+        *self.version = savepoint.version;
+        self.log.truncate(savepoint.log_len);
+        self.changes.truncate(savepoint.changes_len);
+    }
+
     /// The directory as it is now, with every earlier change of this batch applied.
     pub fn version(&self) -> &Version {
         self.version

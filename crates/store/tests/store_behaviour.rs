@@ -397,3 +397,60 @@ fn a_damaged_snapshot_stops_startup_and_names_the_fallback() {
     store.close(false).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_rolled_back_job_leaves_no_trace_in_the_directory_nor_the_log() {
+    let dir = temp_dir("savepoint");
+    {
+        let (store, _) = Store::open(options(&dir)).unwrap();
+        add(&store, suffix(), true);
+        let a = person("cn=a,dc=example,dc=com", "a", "kept");
+        add(&store, a, false);
+        // One job: a change that stays, a savepoint, two changes, a refused third, and
+        // a rollback to the savepoint. Then a change after the rollback, in the same job.
+        let (b, c, d) = (
+            person("cn=b,dc=example,dc=com", "b", "rolled back"),
+            person("cn=c,dc=example,dc=com", "c", "rolled back"),
+            person("cn=d,dc=example,dc=com", "d", "after"),
+        );
+        let kept = person("cn=a,dc=example,dc=com", "a", "changed before the savepoint");
+        store
+            .write(move |t| {
+                let a_id = t.version().find(&kept.norm_dn).unwrap();
+                t.modify(a_id, &kept.to_stored())?;
+                let sp = t.savepoint();
+                t.add(&b.dn, &b.norm_dn, &b.to_stored(), false)?;
+                let c_id = t.add(&c.dn, &c.norm_dn, &c.to_stored(), false)?;
+                t.modify(c_id, &c.to_stored())?;
+                // Adding b again is refused: undo b and c.
+                assert!(t.add(&b.dn, &b.norm_dn, &b.to_stored(), false).is_err());
+                t.rollback_to(sp);
+                assert!(t.version().find(&b.norm_dn).is_none());
+                t.add(&d.dn, &d.norm_dn, &d.to_stored(), false).map(drop)
+            })
+            .unwrap()
+            .unwrap();
+        let v = store.current();
+        let s = schema();
+        let find = |dn: &str| v.find(&NormDn::parse(dn.as_bytes(), &*s).unwrap().1);
+        assert!(find("cn=b,dc=example,dc=com").is_none());
+        assert!(find("cn=c,dc=example,dc=com").is_none());
+        assert_eq!(description(&v, find("cn=d,dc=example,dc=com").unwrap()), "after");
+        assert_eq!(
+            description(&v, find("cn=a,dc=example,dc=com").unwrap()),
+            "changed before the savepoint"
+        );
+        v.check().unwrap();
+        store.close(false).unwrap();
+    }
+    // Replaying the log gives the same directory: the rolled-back changes were never logged.
+    let (store, report) = Store::open(options(&dir)).unwrap();
+    let v = store.current();
+    let s = schema();
+    let find = |dn: &str| v.find(&NormDn::parse(dn.as_bytes(), &*s).unwrap().1);
+    assert_eq!(report.replayed, 4, "suffix, a, the modify of a, d");
+    assert!(find("cn=b,dc=example,dc=com").is_none() && find("cn=c,dc=example,dc=com").is_none());
+    assert!(find("cn=d,dc=example,dc=com").is_some());
+    store.close(false).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -26,11 +26,14 @@
 //! Bind's RESULT ends with `dn="..."`, the identity established; `notes=U,P
 //! details="Partially Unindexed Filter,Paged Search"` follows the times as 389 prints it.
 //!
-//! `Full` adds, after 389's fields: on a Search `deref= sizelimit= timelimit= attrsonly=`,
-//! on an Add `attrs="objectClass cn"` (the types added), on a Modify `mods="replace:mail
-//! add:description"`, on a ModifyDN `deleteoldrdn=`, on any request `ctrls=OID:critical,OID`;
-//! on a RESULT `authzdn=""` (not on a Bind, whose `dn=` says it), `matched=""`,
-//! `ctrls=OID,OID` (response controls) and ` - ` then the diagnostic message, last.
+//! `Full` adds, after 389's fields: on an Add `attrs="objectClass cn"` (the types added), on
+//! a Modify `mods="replace:mail add:description"`, on a ModifyDN `deleteoldrdn=`, on any
+//! request `ctrls=OID:critical,OID`; on a Search `deref= sizelimit= timelimit= attrsonly=`
+//! and `ctrls=` come before `attrs=`, since logconv takes the filter to be everything up
+//! to the line's last `" `, and on a Bind `ctrls=` comes before `mech=`, since it takes
+//! the mechanism to be the rest of the line. On a RESULT: `authzdn=""` (not on a Bind, whose `dn=` says
+//! it), `matched=""`, `ctrls=OID,OID` (response controls) and ` - ` then the diagnostic
+//! message, last.
 //!
 //! Escaping: 389 escapes nothing; this writer escapes only what could make a line two lines
 //! or a field two fields, and always as a `\HH` hex pair, which means the same octet in a
@@ -156,9 +159,9 @@ fn write_request(
     };
     start_op_line(out, clock, op.received, op.conn, op.op);
     match &msg.op {
-        ProtocolOp::BindRequest(b) => push_bind(out, b),
+        ProtocolOp::BindRequest(b) => push_bind(out, msg, b, level),
         ProtocolOp::UnbindRequest => out.extend_from_slice(b" UNBIND"),
-        ProtocolOp::SearchRequest(s) => push_search(out, s, level),
+        ProtocolOp::SearchRequest(s) => push_search(out, msg, s, level),
         ProtocolOp::ModifyRequest(m) => push_modify(out, m, level),
         ProtocolOp::AddRequest(a) => push_add(out, a, level),
         ProtocolOp::DelRequest(d) => push_dn(out, b" DEL dn=\"", d.dn),
@@ -170,7 +173,8 @@ fn write_request(
     if !matches!(msg.op, ProtocolOp::BindRequest(_)) {
         push_proxied_authz(out, msg);
     }
-    if level.is_full() {
+    let placed_own_controls = matches!(msg.op, ProtocolOp::SearchRequest(_) | ProtocolOp::BindRequest(_));
+    if level.is_full() && !placed_own_controls {
         push_request_controls(out, msg);
     }
     out.push(b'\n');
@@ -181,40 +185,37 @@ fn push_undecodable(out: &mut Vec<u8>, tag: u8) {
     push_u64(out, tag.into());
 }
 
-fn push_bind(out: &mut Vec<u8>, b: &BindRequest<'_>) {
+/// At `Full` the controls come after `version=` and before `mech=`: logconv takes the
+/// mechanism to be the rest of the line.
+fn push_bind(out: &mut Vec<u8>, msg: &LdapMessage<'_>, b: &BindRequest<'_>, level: Level) {
     push_dn(out, b" BIND dn=\"", b.name);
+    out.extend_from_slice(b" method=");
     match b.authentication {
-        Authentication::Simple(_) => {
-            out.extend_from_slice(b" method=128 version=");
-            push_u64(out, b.version.into());
-        }
-        Authentication::Sasl { mechanism, .. } => {
-            out.extend_from_slice(b" method=sasl version=");
-            push_u64(out, b.version.into());
-            out.extend_from_slice(b" mech=");
-            push_field(out, mechanism, Field::Name);
-        }
-        Authentication::Other { tag, .. } => {
-            out.extend_from_slice(b" method=");
-            push_u64(out, tag.into());
-            out.extend_from_slice(b" version=");
-            push_u64(out, b.version.into());
-        }
+        Authentication::Simple(_) => out.extend_from_slice(b"128"),
+        Authentication::Sasl { .. } => out.extend_from_slice(b"sasl"),
+        Authentication::Other { tag, .. } => push_u64(out, tag.into()),
+    }
+    out.extend_from_slice(b" version=");
+    push_u64(out, b.version.into());
+    if level.is_full() {
+        push_request_controls(out, msg);
+    }
+    if let Authentication::Sasl { mechanism, .. } = b.authentication {
+        out.extend_from_slice(b" mech=");
+        push_field(out, mechanism, Field::Name);
     }
 }
 
-fn push_search(out: &mut Vec<u8>, s: &SearchRequest<'_>, level: Level) {
+/// At `Full` the extra arguments and the controls come before `attrs=`: logconv reads the
+/// filter as everything up to the last `" ` of the line, so nothing may follow a quoted
+/// attribute list (389 itself breaks this only with `authzid=`, as here).
+fn push_search(out: &mut Vec<u8>, msg: &LdapMessage<'_>, s: &SearchRequest<'_>, level: Level) {
     push_dn(out, b" SRCH base=\"", s.base);
     out.extend_from_slice(b" scope=");
     push_u64(out, s.scope as u64);
     out.extend_from_slice(b" filter=\"");
     push_display(out, &s.filter, |out, text| push_field(out, text, Field::Quoted));
-    out.extend_from_slice(b"\" attrs=");
-    if s.attributes.is_empty() {
-        out.extend_from_slice(b"ALL");
-    } else {
-        push_names(out, s.attributes.iter());
-    }
+    out.push(b'"');
     if level.is_full() {
         out.extend_from_slice(b" deref=");
         push_u64(out, s.deref_aliases as u64);
@@ -224,6 +225,13 @@ fn push_search(out: &mut Vec<u8>, s: &SearchRequest<'_>, level: Level) {
         push_u64(out, s.time_limit.into());
         out.extend_from_slice(b" attrsonly=");
         push_u64(out, u64::from(s.types_only));
+        push_request_controls(out, msg);
+    }
+    out.extend_from_slice(b" attrs=");
+    if s.attributes.is_empty() {
+        out.extend_from_slice(b"ALL");
+    } else {
+        push_names(out, s.attributes.iter());
     }
 }
 
@@ -745,12 +753,13 @@ mod tests {
         let codes = [
             (CloseReason::Unbind, "U1"),
             (CloseReason::ClientClosed, "B1"),
-            (CloseReason::BadPdu, "B2"),
+            (CloseReason::BadPdu, "B3"),
             (CloseReason::Idle, "T1"),
             (CloseReason::WriteTimeout, "T2"),
-            (CloseReason::Shutdown, "A1"),
-            (CloseReason::ReadError, "B4"),
+            (CloseReason::Shutdown, "S1"),
+            (CloseReason::ReadError, "A1"),
             (CloseReason::TlsFailed, "P2"),
+            (CloseReason::PduTooLarge, "B2"),
         ];
         for (reason, code) in codes {
             for (last_op, op_text) in [(-1, "-1"), (7, "7")] {
@@ -843,6 +852,35 @@ mod tests {
                 &format!("{END} conn=12 op=1 RESULT err=14 tag=97 nentries=0 {TIMES}, SASL bind in progress"),
             ])
         );
+        let policy = Control {
+            oid: b"1.3.6.1.4.1.42.2.27.8.5.1",
+            critical: false,
+            value: None,
+        };
+        for (authentication, method) in [
+            (
+                Authentication::Sasl {
+                    mechanism: b"PLAIN",
+                    credentials: None,
+                },
+                "method=sasl version=3 ctrls=1.3.6.1.4.1.42.2.27.8.5.1 mech=PLAIN",
+            ),
+            (
+                Authentication::Simple(b"pw"),
+                "method=128 version=3 ctrls=1.3.6.1.4.1.42.2.27.8.5.1",
+            ),
+        ] {
+            let bind = BindRequest {
+                version: 3,
+                name: b"",
+                authentication,
+            };
+            let req = pdu(ProtocolOp::BindRequest(bind), &[policy]);
+            assert_eq!(
+                levels(&op(&req, 0))[2],
+                lines(&[&format!("{AT} conn=12 op=1 BIND dn=\"\" {method}")])
+            );
+        }
         let other = pdu(
             ProtocolOp::BindRequest(BindRequest {
                 version: 2,
@@ -879,7 +917,9 @@ mod tests {
         let mut o = op(&req, op_tag::SEARCH_RESULT_DONE);
         o.entries = 3;
         o.notes = "U";
-        let request = format!("{AT} conn=12 op=1 SRCH base=\"dc=x\" scope=2 filter=\"(&(objectClass=person)(uid=a*))\" attrs=ALL");
+        let request = format!(
+            "{AT} conn=12 op=1 SRCH base=\"dc=x\" scope=2 filter=\"(&(objectClass=person)(uid=a*))\""
+        );
         let result = format!(
             "{END} conn=12 op=1 RESULT err=0 tag=101 nentries=3 {TIMES} notes=U details=\"Partially Unindexed Filter\""
         );
@@ -887,9 +927,9 @@ mod tests {
             levels(&o),
             [
                 lines(&[&result]),
-                lines(&[&request, &result]),
+                lines(&[&format!("{request} attrs=ALL"), &result]),
                 lines(&[
-                    &format!("{request} deref=0 sizelimit=0 timelimit=0 attrsonly=0"),
+                    &format!("{request} deref=0 sizelimit=0 timelimit=0 attrsonly=0 attrs=ALL"),
                     &format!("{result} authzdn=\"\""),
                 ]),
             ]
@@ -923,9 +963,7 @@ mod tests {
         o.notes = "PAU";
         o.authz_dn = "uid=a,dc=x";
         o.response_controls = "1.2.840.113556.1.4.319";
-        let request = format!(
-            "{AT} conn=12 op=1 SRCH base=\"ou=People,dc=x\" scope=1 filter=\"(uid=*)\" attrs=\"cn sn +\""
-        );
+        let request = format!("{AT} conn=12 op=1 SRCH base=\"ou=People,dc=x\" scope=1 filter=\"(uid=*)\"");
         let result = format!(
             "{END} conn=12 op=1 RESULT err=0 tag=101 nentries=10 {TIMES} notes=U,P,A details=\"Partially Unindexed Filter,Paged Search,Fully Unindexed Filter\""
         );
@@ -933,10 +971,10 @@ mod tests {
             levels(&o),
             [
                 lines(&[&result]),
-                lines(&[&request, &result]),
+                lines(&[&format!("{request} attrs=\"cn sn +\""), &result]),
                 lines(&[
                     &format!(
-                        "{request} deref=3 sizelimit=10 timelimit=5 attrsonly=1 ctrls=1.2.840.113556.1.4.319:critical,2.16.840.1.113730.3.4.2"
+                        "{request} deref=3 sizelimit=10 timelimit=5 attrsonly=1 ctrls=1.2.840.113556.1.4.319:critical,2.16.840.1.113730.3.4.2 attrs=\"cn sn +\""
                     ),
                     &format!("{result} authzdn=\"uid=a,dc=x\" ctrls=1.2.840.113556.1.4.319"),
                 ]),
@@ -1262,7 +1300,7 @@ mod tests {
             lines(&[
                 &format!(
                     "{AT} conn=12 op=1 SRCH base=\"cn=\\22Quoted\\22 \\2C Ünïcødé\\0aNext,dc=例え\" scope=0 \
-                     filter=\"(cn=a\\22b\\2aé\\0a)\" attrs=\"cn\\20x s\\22n\" deref=0 sizelimit=0 timelimit=0 attrsonly=0"
+                     filter=\"(cn=a\\22b\\2aé\\0a)\" deref=0 sizelimit=0 timelimit=0 attrsonly=0 attrs=\"cn\\20x s\\22n\""
                 ),
                 &format!(
                     "{END} conn=12 op=1 RESULT err=0 tag=101 nentries=0 {TIMES} authzdn=\"cn=\\22x\\22\" \

@@ -31,6 +31,8 @@
 //! writes such a RESULT, and its analyser needs the field on every RESULT); `msgid` (the
 //! request's message ID) is on every operation object, except ABANDON where it is, as in
 //! 389, the abandoned one's; a RESULT has no `client_ip` (the event does not carry it);
+//! `close_reason` is Larch's description of the closure then 389's code
+//! (`client unbind - U1`), where 389 writes its own description before the code;
 //! controls are listed without their values, and nothing is truncated (389 cuts strings
 //! at 512 octets). `Full` adds `deref`, `sizelimit`, `timelimit`, `attrsonly` to a SEARCH,
 //! `attrs` to an ADD, `mods` (`[{"op":"replace","attr":"mail"}]`) to a MODIFY, the request
@@ -42,6 +44,8 @@
 //! included, are written as they are. An octet of a DN or filter that is not UTF-8 (a
 //! client may send one) is written as the text `\HH`, which means that octet in a DN and
 //! in a filter.
+
+use std::net::SocketAddr;
 
 use larch_proto::controls::oid;
 use larch_proto::{
@@ -56,7 +60,6 @@ use super::format_389::{
 };
 use super::level::Level;
 use super::time::{push_i64, push_u64, write_duration, TimeCache};
-use std::net::SocketAddr;
 
 /// Appends the JSON line or lines of `event` to `out`, each ending in `\n`. `started` is
 /// the Unix second the server started, the first half of every `key`.

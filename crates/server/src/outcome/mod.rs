@@ -197,43 +197,49 @@ pub struct Outcome<'a> {
     pub notes: SearchNotes,
 }
 
-/// Why a connection closed, with the code 389 Directory Server prints for it (its
-/// `logconv` counts closures by these codes).
+/// Why a connection closed, with the code 389 Directory Server's `logconv` counts it under
+/// (its table of closure codes; Larch uses the code whose meaning there fits, and codes of
+/// its own, which logconv does not count, where none does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum CloseReason {
-    /// The client sent an Unbind (`U1`).
+    /// The client sent an Unbind (`U1`, "cleanly closed connections").
     Unbind = 1,
-    /// The client closed the connection without an Unbind (`B1`, which 389 prints for an
+    /// The client closed the connection without an Unbind (`B1`, what 389 prints for an
     /// end of stream without Unbind).
     ClientClosed = 2,
-    /// A PDU could not be framed or decoded; a Notice of Disconnection was sent (`B2`).
+    /// A request could not be framed or decoded; a Notice of Disconnection was sent
+    /// (`B3`: 389's code for a BER element it could not read).
     BadPdu = 3,
     /// The idle timeout (`T1`).
     Idle = 4,
-    /// A write to the client timed out or failed (`T2`).
+    /// A write to the client timed out or failed (`T2`, "IO block timeout exceeded").
     WriteTimeout = 5,
-    /// The server shut down (`A1`: closed by the server).
+    /// The server shut down (`S1`, Larch's own).
     Shutdown = 6,
-    /// A read failed, e.g. the connection was reset (`B4`: "server failed to read from
-    /// the client").
+    /// A read failed: the client reset the connection (`A1`, "client aborted
+    /// connections").
     ReadError = 7,
-    /// The TLS handshake failed (`P2`: closed after a protocol failure).
+    /// The TLS handshake failed (`P2`, Larch's use: closed after a protocol failure).
     TlsFailed = 8,
+    /// A request was larger than the PDU limit; a Notice of Disconnection was sent (`B2`,
+    /// "Ber too big").
+    PduTooLarge = 9,
 }
 
 impl CloseReason {
-    /// 389 Directory Server's closure code.
+    /// The closure code.
     pub fn code(self) -> &'static str {
         match self {
             CloseReason::Unbind => "U1",
             CloseReason::ClientClosed => "B1",
-            CloseReason::BadPdu => "B2",
+            CloseReason::BadPdu => "B3",
             CloseReason::Idle => "T1",
             CloseReason::WriteTimeout => "T2",
-            CloseReason::Shutdown => "A1",
-            CloseReason::ReadError => "B4",
+            CloseReason::Shutdown => "S1",
+            CloseReason::ReadError => "A1",
             CloseReason::TlsFailed => "P2",
+            CloseReason::PduTooLarge => "B2",
         }
     }
 
@@ -248,6 +254,7 @@ impl CloseReason {
             CloseReason::Shutdown => "server shutdown",
             CloseReason::ReadError => "read error",
             CloseReason::TlsFailed => "TLS handshake failed",
+            CloseReason::PduTooLarge => "request too large",
         }
     }
 
@@ -262,6 +269,7 @@ impl CloseReason {
             6 => CloseReason::Shutdown,
             7 => CloseReason::ReadError,
             8 => CloseReason::TlsFailed,
+            9 => CloseReason::PduTooLarge,
             _ => return None,
         })
     }

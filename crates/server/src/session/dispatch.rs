@@ -24,7 +24,7 @@ use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::identity::Identity;
 use crate::ops::{self, WriteContext};
-use crate::outcome::{respond, Reply, Sent};
+use crate::outcome::{respond, CloseReason, Reply, Sent};
 use crate::response::ResponseSink;
 use crate::search::referral::referral_above_text;
 use crate::search::run::SearchEnd;
@@ -257,7 +257,7 @@ impl Session {
         };
         self.complete(&trace, pdu, None, out, ending);
         self.stop_reading = true;
-        self.bad_pdu = true;
+        self.bad_pdu = Some(CloseReason::BadPdu);
     }
 
     /// Bind: a barrier (nothing in flight while it runs), then the new identity.

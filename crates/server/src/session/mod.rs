@@ -120,8 +120,8 @@ pub(crate) struct Session {
     /// When the last read completed (the requests it brought were received then).
     received: Instant,
     /// The connection ends because a request could not be read (Notice of
-    /// Disconnection).
-    bad_pdu: bool,
+    /// Disconnection): why.
+    bad_pdu: Option<CloseReason>,
     identity: Arc<Identity>,
     /// Where the client connects from and whether TLS protects the connection.
     client: Arc<Client>,
@@ -213,7 +213,7 @@ pub async fn serve(
         conn: conn_id,
         next_op: 0,
         received: Instant::now(),
-        bad_pdu: false,
+        bad_pdu: None,
         identity: Arc::new(Identity::Anonymous),
         client: Arc::new(client),
         inflight,
@@ -374,8 +374,8 @@ pub async fn serve(
     let client_left = client_left || session.unbound;
     if session.unbound {
         reason = CloseReason::Unbind;
-    } else if session.bad_pdu {
-        reason = CloseReason::BadPdu;
+    } else if let Some(why) = session.bad_pdu {
+        reason = why;
     }
     let last_op = session.next_op - 1;
     drop(session);
