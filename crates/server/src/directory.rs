@@ -36,6 +36,7 @@ use crate::acl::AccessRules;
 use crate::auth::password;
 use crate::auth::throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
+use crate::hooks::WriteHooks;
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
 use crate::outcome::Observers;
@@ -126,6 +127,8 @@ pub struct Directory {
     pub observers: Observers,
     /// The access log, when `[access_log]` is enabled (also among the observers).
     pub access_log: Option<Arc<AccessLog>>,
+    /// The write hooks, in order (see [`crate::hooks`]).
+    pub hooks: WriteHooks,
 }
 
 impl Directory {
@@ -170,6 +173,7 @@ impl Directory {
             alias_class,
             observers,
             access_log,
+            hooks: WriteHooks::standard(),
         };
         let mut startup = Startup {
             report,

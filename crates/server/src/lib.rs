@@ -31,6 +31,7 @@ pub mod controls;
 pub mod directory;
 pub mod dse;
 pub mod error;
+pub mod hooks;
 pub mod identity;
 pub mod net;
 pub mod opattrs;

@@ -26,6 +26,9 @@ use larch_server::config::ServerConfig;
 use larch_server::controls::{OpKind, RequestControls, ResponseControl};
 use larch_server::directory::Directory;
 use larch_server::error::OpError;
+use larch_server::hooks::{
+    AppliedWrite, NewState, OperationalAttributes, PendingWrite, WriteHook, WriteHooks, WriteKind,
+};
 use larch_server::identity::Identity;
 use larch_server::ops::{
     apply_add, apply_delete, apply_modify, apply_modify_dn, compare, prepare_add, prepare_delete,
@@ -179,11 +182,20 @@ impl Harness {
     /// With extra suffixes and access rules (`[[access]]` tables in TOML; empty: the
     /// default policy).
     fn with_config(extra: &[&str], access: &str) -> Harness {
+        Harness::with_hooks(extra, access, None)
+    }
+
+    /// With extra suffixes, access rules, and the write hook table `hooks` in place of
+    /// the standard one.
+    fn with_hooks(extra: &[&str], access: &str, hooks: Option<WriteHooks>) -> Harness {
         let path = fresh_data_dir("write-ops");
         let mut config = ServerConfig::from_toml_str(access).unwrap();
         test_store(&mut config, path.clone());
         config.directory.extra_suffixes = extra.iter().map(|s| s.to_string()).collect();
-        let (dir, _startup) = Directory::open(config).unwrap();
+        let (mut dir, _startup) = Directory::open(config).unwrap();
+        if let Some(hooks) = hooks {
+            dir.hooks = hooks;
+        }
         Harness {
             dir: Arc::new(dir),
             path,
@@ -1726,4 +1738,224 @@ proptest! {
         }
         h.dir.store.current().check().map_err(TestCaseError::fail)?;
     }
+}
+
+/// A test hook: refuses (constraintViolation) any write whose new entry has the
+/// description `forbidden`, and any delete of an entry whose cn is `Keep`.
+#[derive(Debug)]
+struct Refuser;
+
+impl WriteHook for Refuser {
+    fn name(&self) -> &'static str {
+        "refuser"
+    }
+
+    fn before_change(
+        &self,
+        write: &mut PendingWrite,
+        version: &larch_store::Version,
+        ctx: &WriteContext<'_>,
+    ) -> Result<(), OpError> {
+        let schema = &ctx.dir.schema;
+        let desc = schema.attribute_type("description").unwrap().id;
+        let cn = schema.attribute_type("cn").unwrap().id;
+        let refuse = || {
+            Err(OpError::new(
+                ResultCode::CONSTRAINT_VIOLATION,
+                "refused by the test hook",
+            ))
+        };
+        if let Some(entry) = write.state.entry() {
+            if entry
+                .attributes_of(desc)
+                .any(|a| a.values.iter().any(|v| v == b"forbidden"))
+            {
+                return refuse();
+            }
+        }
+        if let NewState::Delete { victims } = &write.state {
+            for (id, _) in victims {
+                let e = version.entry(*id).unwrap();
+                if e.attrs()
+                    .attribute(cn)
+                    .any(|a| a.values.iter().any(|v| v == b"Keep"))
+                {
+                    return refuse();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A test hook that changes a second entry: after every Modify of an entry below
+/// ou=people, it writes the modified entry's DN into the description of `cn=journal,dc=example,dc=com`,
+/// and refuses (noSuchObject) when that entry does not exist, after a change of its own
+/// (so that a rollback has two changes to undo).
+#[derive(Debug)]
+struct Journal;
+
+impl WriteHook for Journal {
+    fn name(&self) -> &'static str {
+        "journal"
+    }
+
+    fn changes_other_entries(&self) -> bool {
+        true
+    }
+
+    fn after_change(
+        &self,
+        write: &AppliedWrite<'_>,
+        txn: &mut WriteTxn<'_>,
+        ctx: &WriteContext<'_>,
+    ) -> Result<(), OpError> {
+        if write.kind != WriteKind::Modify {
+            return Ok(());
+        }
+        let schema = &*ctx.dir.schema;
+        let desc = schema.attribute_type("description").unwrap().id;
+        let (_, journal) = NormDn::parse(b"cn=journal,dc=example,dc=com", schema).unwrap();
+        let dn = txn.version().dn(write.id);
+        // A change of its own first: the modified entry's seeAlso, then the journal.
+        let see_also = schema.attribute_type("seeAlso").unwrap().id;
+        let mut target = match write.state {
+            NewState::Modify { entry, .. } => entry.clone(),
+            _ => unreachable!(),
+        };
+        target.set_values(
+            see_also,
+            &larch_model::entry::Options::none(),
+            vec![b"cn=journal,dc=example,dc=com".to_vec()],
+        );
+        txn.modify(write.id, &target.to_stored())?;
+        let Some(jid) = txn.version().find(&journal) else {
+            return Err(OpError::no_such_object("cn=journal,dc=example,dc=com", ""));
+        };
+        let view = txn.version().entry(jid).unwrap();
+        let mut entry = larch_model::entry::Entry::from_stored(
+            larch_model::dn::Dn::parse(b"cn=journal,dc=example,dc=com").unwrap(),
+            journal,
+            view.attrs(),
+        );
+        entry.set_values(desc, &larch_model::entry::Options::none(), vec![dn.into_bytes()]);
+        txn.modify(jid, &entry.to_stored())?;
+        Ok(())
+    }
+}
+
+fn hooks_harness(extra: Vec<Arc<dyn WriteHook>>) -> Harness {
+    let mut list: Vec<Arc<dyn WriteHook>> = vec![Arc::new(OperationalAttributes)];
+    list.extend(extra);
+    Harness::with_hooks(&[], "", Some(WriteHooks::new(list)))
+}
+
+#[test]
+fn the_standard_hook_table_starts_with_the_operational_attributes() {
+    assert_eq!(WriteHooks::standard().names(), ["operational attributes"]);
+}
+
+#[test]
+fn a_refusing_hook_leaves_nothing_and_its_result_reaches_the_client() {
+    let h = hooks_harness(vec![Arc::new(Refuser)]);
+    h.people();
+    h.person("Alice", PEOPLE);
+    h.person("Keep", PEOPLE);
+    let before = h.get(ALICE).unwrap();
+    let e = error(h.modify(
+        ALICE,
+        &[(ModifyOperation::Replace, "description", &["forbidden"])],
+        &[],
+    ));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (ResultCode::CONSTRAINT_VIOLATION, "refused by the test hook")
+    );
+    assert_eq!(
+        h.get(ALICE).unwrap(),
+        before,
+        "the refused modify changed the entry"
+    );
+    let e = error(h.add(
+        "cn=Bob,ou=people,dc=example,dc=com",
+        &[
+            ("objectClass", &["person"]),
+            ("cn", &["Bob"]),
+            ("sn", &["B"]),
+            ("description", &["forbidden"]),
+        ],
+        &[],
+    ));
+    assert_eq!(e.code, ResultCode::CONSTRAINT_VIOLATION);
+    assert!(h.get("cn=Bob,ou=people,dc=example,dc=com").is_none());
+    // A subtree delete meeting a refused victim removes nothing.
+    let count = h.count();
+    assert_eq!(
+        code(h.delete(PEOPLE, &[subtree_delete()])),
+        ResultCode::CONSTRAINT_VIOLATION
+    );
+    assert_eq!(h.count(), count);
+    assert!(h.get(ALICE).is_some() && h.get(PEOPLE).is_some());
+    // Writes the hook does not refuse go through, with their operational attributes.
+    h.modify(
+        ALICE,
+        &[(ModifyOperation::Replace, "description", &["fine"])],
+        &[],
+    )
+    .unwrap();
+    let after = h.get(ALICE).unwrap();
+    assert_eq!(one(&after, "description"), "fine");
+    assert_ne!(one(&after, "entrycsn"), one(&before, "entrycsn"));
+}
+
+#[test]
+fn a_hook_that_changes_a_second_entry_commits_both_or_neither() {
+    let h = hooks_harness(vec![Arc::new(Journal)]);
+    h.people();
+    h.person("Alice", PEOPLE);
+    let before = h.get(ALICE).unwrap();
+    // No journal entry yet: the hook refuses after two changes of its own; the whole
+    // modify is undone, the target included.
+    let e = error(h.modify(ALICE, &[(ModifyOperation::Replace, "description", &["new"])], &[]));
+    assert_eq!(e.code, ResultCode::NO_SUCH_OBJECT);
+    assert_eq!(h.get(ALICE).unwrap(), before, "a rolled-back modify left a trace");
+    h.add(
+        "cn=journal,dc=example,dc=com",
+        &[("objectClass", &["person"]), ("cn", &["journal"]), ("sn", &["j"])],
+        &[],
+    )
+    .unwrap();
+    h.modify(ALICE, &[(ModifyOperation::Replace, "description", &["new"])], &[])
+        .unwrap();
+    let alice = h.get(ALICE).unwrap();
+    assert_eq!(one(&alice, "description"), "new");
+    assert_eq!(one(&alice, "seealso"), "cn=journal,dc=example,dc=com");
+    let journal = h.get("cn=journal,dc=example,dc=com").unwrap();
+    assert_eq!(
+        one(&journal, "description"),
+        "cn=Alice,ou=people,dc=example,dc=com"
+    );
+    // What was logged replays to the same state: the refused modify left no record.
+    let path = h.path.clone();
+    let live = (
+        h.get(ALICE).unwrap(),
+        h.get("cn=journal,dc=example,dc=com").unwrap(),
+    );
+    h.dir.store.close(false).unwrap();
+    let mut config = ServerConfig::default();
+    test_store(&mut config, path);
+    let (dir, _) = Directory::open(config).unwrap();
+    let reopened = Harness {
+        dir: Arc::new(dir),
+        path: h.path.clone(),
+        identity: identity(ADMIN, true),
+    };
+    assert_eq!(
+        (
+            reopened.get(ALICE).unwrap(),
+            reopened.get("cn=journal,dc=example,dc=com").unwrap()
+        ),
+        live
+    );
+    // `reopened` is dropped first (it removes the data directory), then `h`.
 }

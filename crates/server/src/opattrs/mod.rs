@@ -38,6 +38,7 @@ pub mod uuid;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::{structural_chain, CheckedEntry};
 use larch_model::entry::{Entry, Options};
 use larch_model::schema::{AttributeTypeId, Schema};
@@ -313,6 +314,31 @@ pub fn on_modify(
         stamp.csn.as_str().as_bytes().to_vec()
     });
     Ok(())
+}
+
+/// The attributes logged with the delete of an entry (they describe the operation, for the
+/// change feed's readers: the audit log, replication): the entry's `entryUUID` (from
+/// `stored`, the entry as it was) and the delete's `entryCSN`, `modifiersName` and
+/// `modifyTimestamp`.
+pub fn on_delete(
+    stored: larch_model::entry::StoredRef<'_>,
+    modifier_dn: &str,
+    stamp: &OpStamp,
+    t: &OperationalTypes,
+) -> larch_model::entry::StoredEntry {
+    let mut record = Entry::new(Dn::default(), NormDn::root());
+    let none = Options::none();
+    if let Some(uuid) = stored
+        .attribute(t.entry_uuid)
+        .flat_map(|a| a.values.iter())
+        .next()
+    {
+        record.push_value(t.entry_uuid, &none, uuid.to_vec());
+    }
+    record.push_value(t.entry_csn, &none, stamp.csn.as_str().as_bytes().to_vec());
+    record.push_value(t.modifiers_name, &none, modifier_dn.as_bytes().to_vec());
+    record.push_value(t.modify_timestamp, &none, stamp.timestamp().into_bytes());
+    record.to_stored()
 }
 
 /// Sets the attributes a modify DN maintains: the same as [`on_modify`].

@@ -41,7 +41,7 @@ use super::{
 };
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
-use crate::opattrs::{on_add, OpStamp};
+use crate::hooks::{NewState, PendingWrite, WriteKind};
 
 /// An Add ready for the writer thread.
 #[derive(Debug, Clone)]
@@ -157,23 +157,26 @@ pub fn apply_add(
 ) -> Result<Vec<ResponseControl>, OpError> {
     let dir = ctx.dir;
     let PreparedAdd {
-        mut entry,
+        entry,
         checked,
         naming_context,
         assertion,
         reads,
     } = op;
-    let stamp = OpStamp::now(&dir.csn);
-    on_add(
-        &mut entry,
-        &checked,
-        ctx.identity.dn(),
-        &stamp,
-        &dir.schema,
-        false,
-    )?;
+    // The new state and the hooks first (the operational attributes), so that access
+    // control and the assertion see the entry as it will be stored (see `crate::hooks`).
+    let state = NewState::Add {
+        entry,
+        checked,
+        naming_context,
+    };
+    let mut write = PendingWrite::new(WriteKind::Add, state, ctx);
+    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
+    let Some(entry) = write.state.entry() else {
+        return Err(OpError::new(ResultCode::OTHER, "a hook removed the entry to add"));
+    };
     if let Some(a) = &assertion {
-        a.check_new(&entry, &dir.optypes, &dir.schema)?;
+        a.check_new(entry, &dir.optypes, &dir.schema)?;
     }
     let shown = entry.dn.to_string();
     let version = txn.version();
@@ -198,9 +201,8 @@ pub fn apply_add(
             }
         }
     }
-    access.check_add(version, &entry, naming_context)?;
-    let stored = entry.to_stored();
-    let id = txn.add(&entry.dn, &entry.norm_dn, &stored, naming_context)?;
+    access.check_add(version, entry, naming_context)?;
+    let id = dir.hooks.commit(txn, &write, ctx)?;
     Ok(reads
         .post_read(txn.version(), id, &dir.optypes, &access)?
         .into_iter()

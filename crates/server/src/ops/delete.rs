@@ -23,6 +23,7 @@
 //! Subtree Delete control), as slapd allows.
 
 use larch_model::dn::{Dn, NormDn};
+use larch_model::entry::StoredEntry;
 use larch_proto::{DelRequest, ResultCode};
 use larch_store::{EntryId, WriteTxn};
 
@@ -31,6 +32,7 @@ use super::read_entry::ReadControls;
 use super::{check_target, find_entry, Target, WriteContext};
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
+use crate::hooks::{NewState, PendingWrite, WriteKind};
 
 /// Most entries one Subtree Delete removes. Every entry deleted is one log record built
 /// while the single writer thread holds every other update back, so an unbounded subtree
@@ -125,8 +127,9 @@ pub fn apply_delete(
         .pre_read(version, id, &dir.optypes, &access)?
         .into_iter()
         .collect();
-    for victim in victims {
-        txn.delete(victim)?;
-    }
+    let victims = victims.into_iter().map(|v| (v, StoredEntry::default())).collect();
+    let mut write = PendingWrite::new(WriteKind::Delete, NewState::Delete { victims }, ctx);
+    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
+    dir.hooks.commit(txn, &write, ctx)?;
     Ok(controls)
 }

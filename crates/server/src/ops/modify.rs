@@ -20,8 +20,9 @@
 //! 2. the changes are applied in order to a copy of the entry
 //!    (`larch_model::entry::modify::apply_changes`: 16, 17, 19, 20, 21, 65, 67, 69 as the
 //!    model maps them), all or nothing;
-//! 3. modifyTimestamp, modifiersName and entryCSN are updated; the store replaces the
-//!    entry in one change; Pre-Read and Post-Read show it before and after.
+//! 3. the write hooks run (`crate::hooks`: modifyTimestamp, modifiersName and entryCSN
+//!    are updated); the store replaces the entry in one change; Pre-Read and Post-Read
+//!    show it before and after.
 
 use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::check_user_modifiable;
@@ -36,7 +37,7 @@ use super::read_entry::ReadControls;
 use super::{check_target, find_entry, userpassword, Target, WriteContext};
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
-use crate::opattrs::{on_modify, OpStamp};
+use crate::hooks::{NewState, PendingWrite, WriteKind};
 
 /// A Modify ready for the writer thread.
 #[derive(Debug, Clone)]
@@ -137,8 +138,9 @@ pub fn apply_modify(
         internal: false,
     };
     apply_changes(&mut entry, changes, schema, options)?;
-    on_modify(&mut entry, ctx.identity.dn(), &OpStamp::now(&dir.csn), schema)?;
-    txn.modify(id, &entry.to_stored())?;
+    let mut write = PendingWrite::new(WriteKind::Modify, NewState::Modify { id, entry }, ctx);
+    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
+    dir.hooks.commit(txn, &write, ctx)?;
     controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes, &access)?);
     Ok(controls)
 }

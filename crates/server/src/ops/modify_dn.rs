@@ -46,7 +46,7 @@ use super::{
 use crate::acl::ops::OpAccess;
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
-use crate::opattrs::{on_rename, OpStamp};
+use crate::hooks::{NewState, PendingWrite, WriteKind};
 
 /// A Modify DN ready for the writer thread.
 #[derive(Debug, Clone)]
@@ -276,14 +276,14 @@ pub fn apply_modify_dn(
         }
     }
     check_entry(&entry, schema)?;
-    on_rename(&mut entry, ctx.identity.dn(), &OpStamp::now(&dir.csn), schema)?;
-    txn.rename(
+    let state = NewState::Rename {
         id,
-        &entry.dn,
-        &entry.norm_dn,
-        &entry.to_stored(),
-        op.naming_context,
-    )?;
+        entry,
+        naming_context: op.naming_context,
+    };
+    let mut write = PendingWrite::new(WriteKind::ModifyDn, state, ctx);
+    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
+    dir.hooks.commit(txn, &write, ctx)?;
     controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes, &access)?);
     Ok(controls)
 }

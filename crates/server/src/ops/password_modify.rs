@@ -43,7 +43,7 @@ use crate::acl::{Privileges, Target as AclTarget, What};
 use crate::auth::password;
 use crate::config::PasswordSettings;
 use crate::error::OpError;
-use crate::opattrs::{on_modify, OpStamp};
+use crate::hooks::{NewState, PendingWrite, WriteKind};
 use crate::search::referral::referral_above;
 
 /// The answer to a wrong or unverifiable old password, as slapd words it.
@@ -255,7 +255,8 @@ pub fn apply_password_modify(
     let mut entry = Entry::from_stored(dn, op.norm, view.attrs());
     entry.set_values(dir.user_password, &Options::none(), vec![op.hashed]);
     check_entry(&entry, schema)?;
-    on_modify(&mut entry, ctx.identity.dn(), &OpStamp::now(&dir.csn), schema)?;
-    txn.modify(id, &entry.to_stored())?;
+    let mut write = PendingWrite::new(WriteKind::PasswordModify, NewState::Modify { id, entry }, ctx);
+    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
+    dir.hooks.commit(txn, &write, ctx)?;
     Ok(())
 }

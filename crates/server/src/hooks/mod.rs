@@ -1,0 +1,308 @@
+//! The second seam of the operation pipeline: write hooks.
+//!
+//! Every write (Add, Delete, Modify, Modify DN, Password Modify) runs one skeleton on the
+//! store's writer thread, inside the batch's [`WriteTxn`]:
+//! 1. find the target (`noSuchObject` with a matched DN when it is missing);
+//! 2. check access (`insufficientAccessRights`);
+//! 3. check the Assertion control (`assertionFailed`);
+//! 4. read the Pre-Read control's entry;
+//! 5. build the new state ([`NewState`]: the entry after the change, or the entries a
+//!    delete removes);
+//! 6. [`WriteHooks::before_change`]: each hook of the table in order may refuse (with a
+//!    result code and a message) or amend the new state; the operational attributes are
+//!    the first hook;
+//! 7. [`WriteHooks::commit`]: the change is made in the store's transaction, then each
+//!    hook's `after_change` may change other entries in the same transaction. When more
+//!    than one change is made (a subtree delete, or a hook that changes other entries), a
+//!    [`larch_store::Savepoint`] is taken first and returned to on any refusal: the
+//!    operation commits whole or not at all, and nothing of it is published or logged;
+//! 8. read the Post-Read control's entry.
+//!
+//! Steps 1 to 5 and 8 belong to each operation (`crate::ops`); 6 and 7 are here. One
+//! exception to the order, as in slapd (whose frontend adds the operational attributes
+//! before the backend checks access): an Add's entry gets its operational attributes
+//! (step 6) before steps 2 and 3, so access rules and the assertion see the entry as it
+//! will be stored.
+//!
+//! The hook table (the order in which hooks run), as slapd documents its overlays:
+//!
+//! | hook | file | before_change | after_change |
+//! | --- | --- | --- | --- |
+//! | operational attributes | `opattrs.rs` | createTimestamp, creatorsName, entryUUID, entryCSN, structuralObjectClass (Add); modifyTimestamp, modifiersName, entryCSN (Modify, Modify DN, Password Modify); the attributes logged with a delete (entryUUID, entryCSN, modifiersName, modifyTimestamp) | none |
+//!
+//! memberOf, referential integrity, uniqueness and password policy are to join the table,
+//! each as one file.
+
+mod opattrs;
+
+use std::sync::Arc;
+
+use larch_model::entry::check::CheckedEntry;
+use larch_model::entry::{Entry, StoredEntry};
+use larch_store::{EntryId, Version, WriteTxn};
+
+use crate::error::OpError;
+use crate::opattrs::OpStamp;
+use crate::ops::WriteContext;
+
+pub use opattrs::OperationalAttributes;
+
+/// The operation a write comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Add.
+    Add,
+    /// Delete (a subtree delete included).
+    Delete,
+    /// Modify.
+    Modify,
+    /// Modify DN.
+    ModifyDn,
+    /// The Password Modify extended operation.
+    PasswordModify,
+}
+
+/// What a write does to the store.
+#[derive(Debug)]
+pub enum NewState {
+    /// A new entry.
+    Add {
+        /// The entry.
+        entry: Entry,
+        /// Its schema check (the structural class).
+        checked: CheckedEntry,
+        /// The entry is a naming context (no parent in the directory).
+        naming_context: bool,
+    },
+    /// Entry `id` with new attributes (Modify, Password Modify).
+    Modify {
+        /// The entry's ID.
+        id: EntryId,
+        /// The entry after the change.
+        entry: Entry,
+    },
+    /// Entry `id` under a new name, with its attributes after the change.
+    Rename {
+        /// The entry's ID.
+        id: EntryId,
+        /// The entry after the change (its new DN).
+        entry: Entry,
+        /// The new name is a naming context.
+        naming_context: bool,
+    },
+    /// Entries removed, each a leaf when its turn comes (leaves first), with the
+    /// attributes logged with its delete.
+    Delete {
+        /// The entries, in the order they are removed.
+        victims: Vec<(EntryId, StoredEntry)>,
+    },
+}
+
+impl NewState {
+    /// The entry the write leaves (Add, Modify, Rename), for the checks after the hooks.
+    pub fn entry(&self) -> Option<&Entry> {
+        match self {
+            NewState::Add { entry, .. } | NewState::Modify { entry, .. } | NewState::Rename { entry, .. } => {
+                Some(entry)
+            }
+            NewState::Delete { .. } => None,
+        }
+    }
+
+    /// How many changes the store makes for it.
+    fn changes(&self) -> usize {
+        match self {
+            NewState::Delete { victims } => victims.len(),
+            _ => 1,
+        }
+    }
+}
+
+/// A write between its new state and its commit.
+#[derive(Debug)]
+pub struct PendingWrite {
+    /// The operation.
+    pub kind: WriteKind,
+    /// What it does.
+    pub state: NewState,
+    /// Its time and CSN, taken on the writer thread so that CSNs follow commit order.
+    pub stamp: OpStamp,
+}
+
+impl PendingWrite {
+    /// A write of `kind` doing `state`, stamped now from `ctx`'s CSN generator.
+    pub fn new(kind: WriteKind, state: NewState, ctx: &WriteContext<'_>) -> PendingWrite {
+        PendingWrite {
+            kind,
+            state,
+            stamp: OpStamp::now(&ctx.dir.csn),
+        }
+    }
+}
+
+/// A write once made in the transaction, as `after_change` sees it.
+#[derive(Debug)]
+pub struct AppliedWrite<'a> {
+    /// The operation.
+    pub kind: WriteKind,
+    /// What it did.
+    pub state: &'a NewState,
+    /// Its stamp.
+    pub stamp: &'a OpStamp,
+    /// The target's ID: a new entry's; for a delete, the entry the request named (removed
+    /// last).
+    pub id: EntryId,
+}
+
+/// One hook of the table (see the module documentation).
+pub trait WriteHook: Send + Sync + std::fmt::Debug {
+    /// The hook's name, for messages.
+    fn name(&self) -> &'static str;
+
+    /// Step 6: may refuse the write or amend its new state. `version` is the
+    /// transaction's, before the change.
+    fn before_change(
+        &self,
+        _write: &mut PendingWrite,
+        _version: &Version,
+        _ctx: &WriteContext<'_>,
+    ) -> Result<(), OpError> {
+        Ok(())
+    }
+
+    /// True when [`WriteHook::after_change`] may change entries (a savepoint is then taken
+    /// before every write).
+    fn changes_other_entries(&self) -> bool {
+        false
+    }
+
+    /// Step 7, after the write's own change: may change other entries in the same
+    /// transaction, or refuse (the whole write is then undone).
+    fn after_change(
+        &self,
+        _write: &AppliedWrite<'_>,
+        _txn: &mut WriteTxn<'_>,
+        _ctx: &WriteContext<'_>,
+    ) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+/// The hook table of a directory, in order.
+#[derive(Debug, Clone)]
+pub struct WriteHooks {
+    list: Vec<Arc<dyn WriteHook>>,
+    /// Some hook changes other entries after the write.
+    changes_others: bool,
+}
+
+impl WriteHooks {
+    /// The table `hooks`, in order.
+    pub fn new(hooks: Vec<Arc<dyn WriteHook>>) -> WriteHooks {
+        let changes_others = hooks.iter().any(|h| h.changes_other_entries());
+        WriteHooks {
+            list: hooks,
+            changes_others,
+        }
+    }
+
+    /// Larch's table: the operational attributes.
+    pub fn standard() -> WriteHooks {
+        WriteHooks::new(vec![Arc::new(OperationalAttributes)])
+    }
+
+    /// The names of the hooks, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.list.iter().map(|h| h.name()).collect()
+    }
+
+    /// Step 6: every hook's `before_change`, in order; the first refusal ends the write.
+    pub fn before_change(
+        &self,
+        write: &mut PendingWrite,
+        version: &Version,
+        ctx: &WriteContext<'_>,
+    ) -> Result<(), OpError> {
+        for hook in &self.list {
+            hook.before_change(write, version, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Step 7: makes the change in `txn` and runs every hook's `after_change`; all of it
+    /// or none of it. Returns the target's ID.
+    pub fn commit(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        write: &PendingWrite,
+        ctx: &WriteContext<'_>,
+    ) -> Result<EntryId, OpError> {
+        let savepoint = (self.changes_others || write.state.changes() > 1).then(|| txn.savepoint());
+        let made = self.make(txn, write, ctx);
+        match (made, savepoint) {
+            (Ok(id), _) => Ok(id),
+            (Err(e), Some(savepoint)) => {
+                txn.rollback_to(savepoint);
+                Err(e)
+            }
+            // One change, checked by the store before it changed anything: nothing to undo.
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    fn make(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        write: &PendingWrite,
+        ctx: &WriteContext<'_>,
+    ) -> Result<EntryId, OpError> {
+        let id = apply(txn, &write.state)?;
+        if self.changes_others {
+            let applied = AppliedWrite {
+                kind: write.kind,
+                state: &write.state,
+                stamp: &write.stamp,
+                id,
+            };
+            for hook in &self.list {
+                hook.after_change(&applied, txn, ctx)?;
+            }
+        }
+        Ok(id)
+    }
+}
+
+/// The write's own change in the store.
+fn apply(txn: &mut WriteTxn<'_>, state: &NewState) -> Result<EntryId, OpError> {
+    Ok(match state {
+        NewState::Add {
+            entry,
+            naming_context,
+            ..
+        } => txn.add(&entry.dn, &entry.norm_dn, &entry.to_stored(), *naming_context)?,
+        NewState::Modify { id, entry } => {
+            txn.modify(*id, &entry.to_stored())?;
+            *id
+        }
+        NewState::Rename {
+            id,
+            entry,
+            naming_context,
+        } => {
+            txn.rename(
+                *id,
+                &entry.dn,
+                &entry.norm_dn,
+                &entry.to_stored(),
+                *naming_context,
+            )?;
+            *id
+        }
+        NewState::Delete { victims } => {
+            for (victim, attrs) in victims {
+                txn.delete_with(*victim, attrs)?;
+            }
+            victims.last().map_or(0, |(id, _)| *id)
+        }
+    })
+}
