@@ -14,9 +14,11 @@
 #   1. installs Debian's ldap-utils if ldapsearch is missing, the OpenLDAP and SASL headers
 #      python-ldap is built against; for --server larch, openssl and libsasl2-modules if
 #      missing (the TLS tests make certificates with openssl and bind with SASL PLAIN, whose
-#      client plugin that package holds); for --server slapd the slapd package if it is
-#      missing (non-interactive; the packaged service is kept from starting by a temporary
-#      policy-rc.d, and stopped and disabled if it runs anyway);
+#      client plugin that package holds) and 389-ds-base if /usr/bin/logconv is missing
+#      (the access log tests count the log with 389 Directory Server's analyser, logconv);
+#      for --server slapd the slapd package if it is missing (non-interactive; a packaged
+#      service is kept from starting by a temporary policy-rc.d, and slapd's is stopped and
+#      disabled if it runs anyway);
 #   2. creates or reuses a virtual environment at ${LARCH_E2E_VENV:-target/e2e-venv} with
 #      the pinned packages of tests/e2e/requirements.txt (reinstalled when that file
 #      changes);
@@ -65,6 +67,7 @@ if [ "$server" = larch ]; then
   missing=()
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   compgen -G "/usr/lib/*/sasl2/libplain.so*" >/dev/null || missing+=(libsasl2-modules)
+  [ -x /usr/bin/logconv ] || missing+=(389-ds-base)
   if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 fi
 if [ "$server" = slapd ] && { [ ! -x /usr/sbin/slapd ] || [ ! -x /usr/sbin/slapadd ]; }; then

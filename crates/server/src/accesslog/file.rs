@@ -3,10 +3,11 @@
 //! store's [`Storage`] trait, so tests can make the disk fail.
 //!
 //! Rotation, in steps (as 389 Directory Server names its rotated logs):
-//! 1. the file is renamed `NAME.YYYYmmdd-HHMMSS` (UTC, the time of rotation; a second
-//!    rotation in the same second adds `.1`, `.2`...);
+//! 1. the file is renamed `NAME.YYYYmmdd-HHMMSS` (UTC, the time of rotation; further
+//!    rotations in the same second add `.1`, `.2`..., one more than the highest there);
 //! 2. a new, empty `NAME` is opened;
-//! 3. rotated files beyond `keep` are removed, oldest first.
+//! 3. rotated files beyond `keep` are removed, oldest first: ordered by their time, then
+//!    by their number (so `.10` comes after `.9`); files of other names are left alone.
 //!
 //! A failed write is never retried in place (the octets may be half written): the lines
 //! of that batch are counted as lost, the file is reopened before the next batch, and the
@@ -18,6 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use larch_store::storage::{AppendFile, Storage};
+
+use super::time::civil_date;
 
 /// How the file is rotated.
 #[derive(Debug, Clone, Copy)]
@@ -130,42 +133,62 @@ impl LogFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let dir = self.path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let existing = self.storage.list(&dir).unwrap_or_default();
         let stamp = rotation_stamp(SystemTime::now());
-        let mut rotated = format!("{name}.{stamp}");
-        let mut n = 0;
-        while existing.contains(&rotated) {
-            n += 1;
-            rotated = format!("{name}.{stamp}.{n}");
-        }
+        let same_second = self
+            .storage
+            .list(&dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|f| rotated_order(&name, f))
+            .filter(|(t, _)| *t == stamp)
+            .map(|(_, n)| n)
+            .max();
+        let rotated = match same_second {
+            None => format!("{name}.{stamp}"),
+            Some(n) => format!("{name}.{stamp}.{}", n + 1),
+        };
         self.storage.rename(&self.path, &dir.join(&rotated))?;
         self.reopen()?;
         self.remove_old(&dir, &name);
         Ok(())
     }
 
-    /// Removes rotated files beyond `keep`, oldest first (their names sort by time).
+    /// Removes rotated files beyond `keep`, oldest first.
     fn remove_old(&self, dir: &Path, name: &str) {
-        let prefix = format!("{name}.");
-        let mut rotated: Vec<String> = self
+        let mut rotated: Vec<((String, u64), String)> = self
             .storage
             .list(dir)
             .unwrap_or_default()
             .into_iter()
-            .filter(|f| f.starts_with(&prefix) && f[prefix.len()..].starts_with(|c: char| c.is_ascii_digit()))
+            .filter_map(|f| rotated_order(name, &f).map(|order| (order, f)))
             .collect();
         rotated.sort();
         let excess = rotated.len().saturating_sub(self.rotation.keep as usize);
-        for old in &rotated[..excess] {
+        for (_, old) in &rotated[..excess] {
             let _ = self.storage.remove(&dir.join(old));
         }
     }
 }
 
+/// The order of `file` among the rotated files of `name` (`NAME.YYYYmmdd-HHMMSS[.N]`): its
+/// time stamp, then its number (0 without one); `None` for any other file.
+fn rotated_order(name: &str, file: &str) -> Option<(String, u64)> {
+    let rest = file.strip_prefix(name)?.strip_prefix('.')?;
+    let (stamp, n) = match rest.split_once('.') {
+        Some((stamp, n)) => (stamp, n.parse().ok()?),
+        None => (rest, 0),
+    };
+    let well_formed = stamp.len() == 15
+        && stamp
+            .char_indices()
+            .all(|(i, c)| if i == 8 { c == '-' } else { c.is_ascii_digit() });
+    well_formed.then(|| (stamp.to_string(), n))
+}
+
 /// `YYYYmmdd-HHMMSS` in UTC.
 fn rotation_stamp(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = civil_date(secs / 86_400);
     let s = secs % 86_400;
     format!(
         "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
@@ -173,20 +196,6 @@ fn rotation_stamp(t: SystemTime) -> String {
         s / 60 % 60,
         s % 60
     )
-}
-
-/// The calendar date of a day number (days since 1970-01-01), Howard Hinnant's algorithm.
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]
@@ -199,7 +208,37 @@ mod tests {
         assert_eq!(rotation_stamp(UNIX_EPOCH), "19700101-000000");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_702_043); // 2026-11-26 14:07:23
         assert_eq!(rotation_stamp(t), "20261126-140723");
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn rotated_files_order_by_time_then_number() {
+        let mut names = vec![
+            "access.20261126-140723.10",
+            "access.20261126-140723.2",
+            "access.20261126-140724",
+            "access.20261126-140723",
+            "access.20261126-140723.1",
+        ];
+        names.sort_by_key(|n| rotated_order("access", n).unwrap());
+        assert_eq!(
+            names,
+            [
+                "access.20261126-140723",
+                "access.20261126-140723.1",
+                "access.20261126-140723.2",
+                "access.20261126-140723.10",
+                "access.20261126-140724"
+            ]
+        );
+        for other in [
+            "access",
+            "access.gz",
+            "access.20261126-140723.x",
+            "access.moved.1",
+            "audit.20261126-140723",
+        ] {
+            assert_eq!(rotated_order("access", other), None, "{other}");
+        }
     }
 
     #[test]

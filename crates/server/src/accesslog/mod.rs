@@ -182,8 +182,12 @@ impl Observer for AccessLog {
             wait_ns: waited,
             work_ns: worked,
             request_tag: o.request_tag,
-            // At the results level no request line is written: the PDU is not copied.
-            request: if self.level == Level::Results && !o.undecodable {
+            // At the results level no request line is written, so the PDU is not copied;
+            // but an Abandon's line is its outcome, read from its (small) PDU.
+            request: if self.level == Level::Results
+                && !o.undecodable
+                && o.request_tag != larch_proto::op_tag::ABANDON_REQUEST
+            {
                 &[]
             } else {
                 o.request

@@ -99,7 +99,7 @@ impl TimeCache {
 
 /// The proleptic Gregorian date (year, month 1-12, day 1-31) of a day counted from
 /// 1970-01-01 (H. Hinnant's `civil_from_days`, for days on or after the epoch).
-fn civil_date(days: u64) -> (u64, u64, u64) {
+pub(crate) fn civil_date(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
     let era = z / 146_097;
     let doe = z - era * 146_097;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::buffers::Buffers;
 use super::event::{self, Event};
-use super::file::{civil_from_days, LogFile};
+use super::file::LogFile;
 use super::level::Level;
 use super::time::TimeCache;
 use super::{format_389, format_json};
@@ -131,7 +131,7 @@ impl Writer {
             }
             if dropped > 0 {
                 self.shared.records_dropped.fetch_add(dropped, Ordering::Relaxed);
-                self.dropped_notice(&mut out, dropped);
+                self.dropped_notice(&mut out, dropped, &mut clock);
                 lines += 1;
             }
             // Step 5.
@@ -168,27 +168,30 @@ impl Writer {
         }
     }
 
-    /// A line saying that `n` records were dropped (logconv skips lines it does not know).
-    fn dropped_notice(&self, out: &mut Vec<u8>, n: u64) {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        let secs = now.as_secs();
-        let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-        let s = secs % 86_400;
-        let time = format!(
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
-            s / 3600,
-            s / 60 % 60,
-            s % 60,
-            now.subsec_nanos()
+    /// A line saying that `n` records were dropped, in the log's own time format
+    /// (logconv skips lines it does not know).
+    fn dropped_notice(&self, out: &mut Vec<u8>, n: u64, clock: &mut TimeCache) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let what = format!(
+            "{n} access log records were dropped: the server produced them faster than the log could be written"
         );
-        let line = match self.format {
+        match self.format {
             AccessLogFormat::Text389 => {
-                format!("[{time}] larch: {n} access log records were dropped: the server produced them faster than the log could be written\n")
+                clock.write_text(out, now);
+                out.extend_from_slice(b" larch: ");
+                out.extend_from_slice(what.as_bytes());
             }
             AccessLogFormat::Json => {
-                format!("{{\"local_time\":\"{time}\",\"operation\":\"LARCH_DROPPED\",\"count\":{n}}}\n")
+                out.extend_from_slice(b"{\"local_time\":\"");
+                clock.write_iso(out, now);
+                out.extend_from_slice(
+                    format!("\",\"operation\":\"LARCH_DROPPED\",\"count\":{n},\"msg\":\"{what}\"}}")
+                        .as_bytes(),
+                );
             }
-        };
-        out.extend_from_slice(line.as_bytes());
+        }
+        out.push(b'\n');
     }
 }
