@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone. Installs what the tests need (Debian's
-# ldap-utils for the capture tests; rustfmt and clippy), then runs, in order:
+# ldap-utils for the capture tests, 389-ds-base for its access log analyser `logconv`;
+# rustfmt and clippy), then runs, in order:
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings, fuzz crate included);
 #   2. a release build of the workspace;
 #   3. every test of the workspace (unit, integration, doc tests);
@@ -23,9 +24,20 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "set-up"
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-if ! command -v ldapsearch >/dev/null 2>&1; then
+missing=()
+command -v ldapsearch >/dev/null 2>&1 || missing+=(ldap-utils)
+command -v logconv >/dev/null 2>&1 || missing+=(389-ds-base)
+if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends ldap-utils
+  # 389-ds-base ships a service; keep the package from starting it.
+  made_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
+    as_root chmod 755 /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ "$made_policy" = 1 ]; then as_root rm -f /usr/sbin/policy-rc.d; fi
 fi
 if command -v rustup >/dev/null 2>&1; then
   for component in rustfmt clippy; do
@@ -33,6 +45,7 @@ if command -v rustup >/dev/null 2>&1; then
   done
 fi
 command -v ldapsearch >/dev/null || { echo "ldap-utils could not be installed" >&2; exit 1; }
+command -v logconv >/dev/null || { echo "389-ds-base (logconv) could not be installed" >&2; exit 1; }
 [ -d "$corpus" ] || { echo "the PDU corpus is missing at $corpus (set LARCH_LDAP_CORPUS)" >&2; exit 1; }
 echo "cargo: $(cargo --version); ldap-utils: $(dpkg-query -W -f='${Version}' ldap-utils 2>/dev/null || echo unknown)"
 
@@ -49,11 +62,11 @@ step "tests"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-LARCH_REQUIRE_LDAP_UTILS=1 cargo test --workspace 2>&1 | tee "$log" || status=$?
+LARCH_REQUIRE_LDAP_UTILS=1 LARCH_REQUIRE_LOGCONV=1 cargo test --workspace 2>&1 | tee "$log" || status=$?
 
 step "end-to-end: larch serve with ldap3 and ldap-utils"
 e2e_status=0
-LARCH_BIN="$root/target/release/larch" ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
+LARCH_BIN="$root/target/release/larch" LARCH_REQUIRE_LOGCONV=1 ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
 # pytest's summary ("N failed, N passed, N skipped in Ts") in cargo's form, for the total.
 e2e_summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$log.e2e" | grep -E ' in [0-9.]+s' | tail -1 || true)
 # awk alone (no grep in a pipeline: under pipefail a grep that finds nothing ends the script).
