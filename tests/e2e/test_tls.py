@@ -464,3 +464,43 @@ def test_starttls_is_refused_while_operations_are_outstanding(server, bulk):
         assert_result(m, "operationsError")
     finally:
         c.close()
+
+
+@larch
+def test_the_access_log_records_tls_handshakes_and_starttls(tls_server, pki):
+    """ldaps:// and StartTLS each give the access log a TLS line for their connection (the
+    version and cipher the handshake agreed); StartTLS also its EXT request and RESULT
+    (tag 120); the ldaps:// connection is logged as an SSL connection."""
+    tls = ldap3.Tls(ca_certs_file=str(pki.ca), validate=ssl.CERT_REQUIRED)
+    over_ldaps = ldap3.Connection(
+        ldap3.Server("127.0.0.1", port=tls_server.ldaps_port, use_ssl=True, tls=tls, get_info=ldap3.NONE),
+        ADMIN_DN, tls_server.admin_pw, raise_exceptions=False)
+    assert over_ldaps.bind(), over_ldaps.result
+    over_ldaps.unbind()
+    starttls = ldap3.Connection(
+        ldap3.Server("127.0.0.1", port=tls_server.port, tls=tls, get_info=ldap3.NONE),
+        ADMIN_DN, tls_server.admin_pw, raise_exceptions=False)
+    starttls.open()
+    assert starttls.start_tls(), starttls.result
+    assert starttls.bind(), starttls.result
+    starttls.unbind()
+    log = Path(tls_server.workdir) / "data" / "logs" / "access"
+    deadline = time.monotonic() + 10
+    while True:
+        text = log.read_text() if log.exists() else ""
+        if text.count(" closed - U1") >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    lines = text.splitlines()
+    ssl_conns = [l.split(" conn=")[1].split()[0] for l in lines if "SSL connection from" in l]
+    assert len(ssl_conns) == 1, text
+    ext = [l for l in lines if ' EXT oid="1.3.6.1.4.1.1466.20037"' in l]
+    assert len(ext) == 1, text
+    tls_conn = ext[0].split(" conn=")[1].split()[0]
+    op = ext[0].split(" op=")[1].split()[0]
+    assert any(f" conn={tls_conn} op={op} RESULT err=0 tag=120 " in l for l in lines), text
+    for conn in (ssl_conns[0], tls_conn):
+        handshake = [l for l in lines if f" conn={conn} TLS1." in l]
+        assert len(handshake) == 1 and "-bit " in handshake[0], text
+        # The handshake's line comes before the connection's binds.
+        assert lines.index(handshake[0]) < next(i for i, l in enumerate(lines) if f" conn={conn} op=" in l and " BIND " in l)
