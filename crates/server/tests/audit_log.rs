@@ -621,6 +621,11 @@ fn every_committed_change_is_logged_in_order_and_replays_to_the_same_directory()
     ])
     .unwrap();
 
+    // A modify that changes no value is committed all the same.
+    h.ok(modify(
+        "cn=DAVE,ou=people,dc=example,dc=com",
+        &[(Replace, "description", &["d"])],
+    ));
     h.ok(delete("cn=Robert,ou=people,dc=example,dc=com", false));
     h.ok(delete("ou=groups,dc=example,dc=com", true));
     let end = h.dir.store.current().lsn();
@@ -706,6 +711,7 @@ fn every_committed_change_is_logged_in_order_and_replays_to_the_same_directory()
             "modify cn=Carol,ou=team,dc=example,dc=com",
             "modrdn ou=team,dc=example,dc=com",
             "modify cn=Carol,ou=crew,dc=example,dc=com",
+            "modify cn=DAVE,ou=people,dc=example,dc=com",
             "delete cn=Robert,ou=people,dc=example,dc=com",
             "delete cn=devs,ou=groups,dc=example,dc=com",
             "delete cn=admins,ou=groups,dc=example,dc=com",
