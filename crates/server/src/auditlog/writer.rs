@@ -56,6 +56,7 @@ pub(crate) struct Shared {
     pub reopen: AtomicBool,
     /// The LSN of the last change written or skipped.
     pub handled: AtomicU64,
+    /// [`super::AuditLogStats`]' figures.
     pub records_written: AtomicU64,
     pub changes_skipped: AtomicU64,
     pub records_lost: AtomicU64,
@@ -85,20 +86,20 @@ struct Lost {
 
 /// The thread's state.
 pub(crate) struct Writer {
-    pub store: Store,
-    pub reader: StoreReader,
-    pub format: Formatter,
-    pub file: LogFile,
-    pub shared: Arc<Shared>,
-    pub sub: FeedSubscription,
-    pub previous: Previous,
+    store: Store,
+    reader: StoreReader,
+    format: Formatter,
+    file: LogFile,
+    shared: Arc<Shared>,
+    sub: FeedSubscription,
+    previous: Previous,
     /// The LSN of the last change handled (written or skipped).
-    pub handled: Lsn,
+    handled: Lsn,
     /// A newer subscription and its starting version, waiting for `handled` to reach it.
-    pub next: Option<(Arc<Version>, FeedSubscription)>,
+    next: Option<(Arc<Version>, FeedSubscription)>,
     /// Records waiting for the next append, and the LSNs they cover.
-    pub buf: Vec<u8>,
-    pub buf_lsns: Option<(Lsn, Lsn)>,
+    buf: Vec<u8>,
+    buf_lsns: Option<(Lsn, Lsn)>,
     /// Records lost to failed appends since the last successful one.
     lost: Option<Lost>,
 }
