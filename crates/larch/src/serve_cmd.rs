@@ -1,6 +1,6 @@
 //! `larch serve`: open (or create) the data directory and run the directory server until
-//! SIGTERM or SIGINT, then write a snapshot and exit 0. SIGHUP reopens the access log by
-//! name (for logrotate) and reloads the TLS certificate, key and client CA files (new
+//! SIGTERM or SIGINT, then write a snapshot and exit 0. SIGHUP reopens the access and audit
+//! logs by name (for logrotate) and reloads the TLS certificate, key and client CA files (new
 //! connections use them; a failed reload keeps the old ones and says why). `--demo-tls` turns TLS on with a self-signed demo CA
 //! ([`larch_server::tls::demo`]).
 
@@ -132,6 +132,10 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     if let Some(log) = &dir.access_log {
         log.close();
     }
+    if let Some(log) = &dir.audit_log {
+        // Every change committed so far is written before the store closes.
+        log.close();
+    }
     served.map_err(|e| e.to_string())?;
     eprintln!("larch: stopping: writing a snapshot");
     dir.store
@@ -141,11 +145,14 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// On every SIGHUP, reopens the access log by name (after logrotate moved it) and reloads
-/// the TLS files; says on standard error what happened.
+/// On every SIGHUP, reopens the access and audit logs by name (after logrotate moved
+/// them) and reloads the TLS files; says on standard error what happened.
 async fn reload_on_sighup(dir: Arc<Directory>, mut hangup: tokio::signal::unix::Signal) {
     while hangup.recv().await.is_some() {
         if let Some(log) = &dir.access_log {
+            log.reopen();
+        }
+        if let Some(log) = &dir.audit_log {
             log.reopen();
         }
         match &dir.tls {

@@ -21,6 +21,10 @@
 //!
 //! Every entry made here goes through the same schema check and operational attributes
 //! as a client's Add, with the empty DN (the server itself) as creatorsName.
+//!
+//! Then, with `[audit_log]` enabled, the audit log starts: it writes the changes committed
+//! from then on, so the entries made here are not in it (a fresh server that replays the
+//! log makes its own).
 
 use std::sync::Arc;
 
@@ -33,6 +37,7 @@ use larch_store::{OpenReport, Store, StoreError, StoreReader};
 
 use crate::accesslog::AccessLog;
 use crate::acl::AccessRules;
+use crate::auditlog::AuditLog;
 use crate::auth::password;
 use crate::auth::throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
@@ -64,6 +69,14 @@ pub enum DirectoryError {
     /// The access log cannot be opened.
     #[error("cannot open the access log {path}: {source}")]
     AccessLog {
+        /// Its file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The audit log cannot be opened.
+    #[error("cannot open the audit log {path}: {source}")]
+    AuditLog {
         /// Its file.
         path: std::path::PathBuf,
         /// Why.
@@ -129,6 +142,8 @@ pub struct Directory {
     pub access_log: Option<Arc<AccessLog>>,
     /// The write hooks, in order (see [`crate::hooks`]).
     pub hooks: WriteHooks,
+    /// The audit log, when `[audit_log]` is enabled.
+    pub audit_log: Option<Arc<AuditLog>>,
 }
 
 impl Directory {
@@ -157,7 +172,7 @@ impl Directory {
         let referral_class = IndexedClass::named(&current, REFERRAL_CLASS);
         let alias_class = IndexedClass::named(&current, ALIAS_CLASS);
         drop(current);
-        let dir = Directory {
+        let mut dir = Directory {
             config,
             schema,
             store,
@@ -174,14 +189,21 @@ impl Directory {
             observers,
             access_log,
             hooks: WriteHooks::standard(),
+            audit_log: None,
         };
         let mut startup = Startup {
             report,
             ..Startup::default()
         };
-        if let Err(e) = dir.set_up(&mut startup) {
-            let _ = dir.store.close(false);
-            return Err(e);
+        let started = dir
+            .set_up(&mut startup)
+            .and_then(|()| start_audit_log(&dir.config, &dir.store, &dir.schema));
+        match started {
+            Ok(audit_log) => dir.audit_log = audit_log,
+            Err(e) => {
+                let _ = dir.store.close(false);
+                return Err(e);
+            }
         }
         Ok((dir, startup))
     }
@@ -378,4 +400,26 @@ fn start_access_log(config: &ServerConfig) -> Result<Option<Arc<AccessLog>>, Dir
     AccessLog::start(&config.access_log, path.clone(), Arc::new(FsStorage))
         .map(Some)
         .map_err(|source| DirectoryError::AccessLog { path, source })
+}
+
+/// Starts the audit log of `config`, when it is enabled, following `store`'s changes from
+/// its current version.
+fn start_audit_log(
+    config: &ServerConfig,
+    store: &Store,
+    schema: &Arc<Schema>,
+) -> Result<Option<Arc<AuditLog>>, DirectoryError> {
+    if !config.audit_log.enabled {
+        return Ok(None);
+    }
+    let path = config.audit_log_path();
+    AuditLog::start(
+        &config.audit_log,
+        path.clone(),
+        Arc::new(FsStorage),
+        store,
+        Arc::clone(schema),
+    )
+    .map(Some)
+    .map_err(|source| DirectoryError::AuditLog { path, source })
 }

@@ -16,14 +16,16 @@
 //! authorization).
 //!
 //! Every operation ends in one place ([`outcome`]: one encoder for the responses, observers
-//! told how it ended); [`accesslog`] is the first observer.
+//! told how it ended); [`accesslog`] is the first observer. [`auditlog`] writes every
+//! committed change as LDIF, from the store's change feed.
 //!
-//! Not built yet: the audit and error logs, `cn=monitor`.
+//! Not built yet: the error log, `cn=monitor`.
 
 #![forbid(unsafe_code)]
 
 pub mod accesslog;
 pub mod acl;
+pub mod auditlog;
 pub mod auth;
 pub mod client;
 pub mod config;

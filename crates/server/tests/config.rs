@@ -90,6 +90,7 @@ fn documented_defaults_are_the_defaults() {
         sections,
         [
             "access_log",
+            "audit_log",
             "bind_throttle",
             "directory",
             "limits",
@@ -260,6 +261,12 @@ fn documented_example_parses_to_its_values() {
     assert_eq!(l.max_size, 500 << 20);
     assert_eq!(l.rotate_every, Some(Duration::from_secs(12 * 3600)));
     assert_eq!(l.keep, 30);
+    let a = &c.audit_log;
+    assert!(a.enabled);
+    assert_eq!(a.path.as_deref(), Some(Path::new("/var/log/larch/audit")));
+    assert_eq!(a.max_size, 0);
+    assert_eq!(a.rotate_every, Some(Duration::from_secs(7 * 24 * 3600)));
+    assert_eq!(a.keep, 52);
     // Access control: three rules and one proxy clause, as written.
     let a = &c.access;
     assert_eq!(a.rules.len(), 3);
@@ -304,6 +311,7 @@ fn documented_example_parses_to_its_values() {
     assert_ne!(c.password, d.password);
     assert_ne!(c.bind_throttle, d.bind_throttle);
     assert_ne!(c.access_log, d.access_log);
+    assert_ne!(c.audit_log, d.audit_log);
 
     let schema = Arc::new(c.schema().unwrap());
     let norm = c.normalized_suffixes(&schema).unwrap();
@@ -575,6 +583,21 @@ fn files_are_named_and_relative_paths_follow_the_file() {
     assert_eq!(t.certificate, dir.join("tls/c.pem"));
     assert_eq!(t.key, PathBuf::from("/abs/k.pem"));
     assert_eq!(t.client_ca, Some(dir.join("ca.pem")));
+
+    // So do the logs' files; without a path they go below the data directory.
+    std::fs::write(
+        &file,
+        "[server]\ndata_dir = \"data\"\n[audit_log]\nenabled = true\npath = \"logs/changes.ldif\"\n",
+    )
+    .unwrap();
+    let c = ServerConfig::load(&file).unwrap();
+    assert_eq!(c.audit_log_path(), dir.join("logs/changes.ldif"));
+    assert_eq!(c.access_log_path(), dir.join("data/logs/access"));
+    std::fs::write(&file, "[server]\ndata_dir = \"data\"\n").unwrap();
+    assert_eq!(
+        ServerConfig::load(&file).unwrap().audit_log_path(),
+        dir.join("data/logs/audit")
+    );
 
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -252,3 +252,34 @@ fn writer_refuses_what_the_reader_would_refuse() {
         ErrorKind::InvalidInput
     );
 }
+
+#[test]
+fn comments_go_before_their_record_and_are_skipped_when_read() {
+    let delete = |dn: &str| LdifRecord::Change {
+        dn: dn.as_bytes().to_vec(),
+        controls: vec![],
+        change: LdifChange::Delete,
+    };
+    let mut writer = LdifWriter::new(Vec::new());
+    writer.write_comment("lsn", b"1").unwrap();
+    writer.write_record(&delete("cn=a")).unwrap();
+    writer.write_comment("lsn", b"2").unwrap();
+    writer.write_comment("by", "cn=J\u{f6}rg".as_bytes()).unwrap();
+    writer.write_comment("note", &[b'x'; 80]).unwrap();
+    writer.write_record(&delete("cn=b")).unwrap();
+    writer.write_comment("end", b" of file").unwrap();
+    assert_eq!(
+        writer.write_comment("a\nb", b"").unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let text = writer.into_inner();
+    // "# note: " and 68 octets fill the 76 columns; the other 12 continue the comment.
+    let expected = format!(
+        "# lsn: 1\ndn: cn=a\nchangetype: delete\n\n# lsn: 2\n# by:: Y249SsO2cmc=\n\
+         # note: {}\n {}\ndn: cn=b\nchangetype: delete\n\n# end:: IG9mIGZpbGU=\n",
+        "x".repeat(68),
+        "x".repeat(12)
+    );
+    assert_eq!(String::from_utf8(text.clone()).unwrap(), expected);
+    assert_eq!(read(&text), [delete("cn=a"), delete("cn=b")]);
+}

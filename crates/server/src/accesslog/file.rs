@@ -1,5 +1,5 @@
-//! The access log's file: appends, rotation by size and age with a retention count, and
-//! reopening by name (for logrotate, on SIGHUP). Every file operation goes through the
+//! A log's file (the access log's and the audit log's): appends, rotation by size and age
+//! with a retention count, and reopening by name (for logrotate, on SIGHUP). Every file operation goes through the
 //! store's [`Storage`] trait, so tests can make the disk fail.
 //!
 //! Rotation, in steps (as 389 Directory Server names its rotated logs):
@@ -93,7 +93,7 @@ impl LogFile {
             self.rotate()?;
         }
         let Some(file) = self.file.as_mut() else {
-            return Err(io::Error::other("the access log is not open"));
+            return Err(io::Error::other("the log file is not open"));
         };
         match file.write_all(octets) {
             Ok(()) => {

@@ -1,6 +1,8 @@
-//! `[access_log]`: the access log's file, format, detail and rotation.
+//! `[access_log]`: the access log's file, format, detail and rotation; `[audit_log]`: the
+//! audit log's file and rotation.
 //!
-//! Keys (the log itself is described in [`crate::accesslog`] and `docs/logs.md`):
+//! `[access_log]` keys (the log itself is described in [`crate::accesslog`] and
+//! `docs/logs.md`):
 //! - `enabled` (true): on by default, as in 389 Directory Server;
 //! - `path` (`"<data_dir>/logs/access"` when empty): the file; a relative path is taken
 //!   from the configuration file's directory;
@@ -14,6 +16,11 @@
 //! - `rotate_every` (`"1d"`): the file is rotated once it is this old (`"0"`: never by
 //!   time);
 //! - `keep` (10): rotated files kept; older ones are removed.
+//!
+//! `[audit_log]` keys (the log is described in [`crate::auditlog`] and `docs/logs.md`):
+//! - `enabled` (false): off by default, as in 389 Directory Server and OpenLDAP;
+//! - `path` (`"<data_dir>/logs/audit"` when empty), `max_size_mb` (100), `rotate_every`
+//!   (`"1d"`), `keep` (10): as for the access log.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -180,6 +187,104 @@ impl AccessLogSettings {
     }
 }
 
+/// Default `audit_log.max_size_mb`: as the access log's.
+pub const DEFAULT_AUDIT_LOG_MAX_SIZE_MB: u64 = DEFAULT_ACCESS_LOG_MAX_SIZE_MB;
+
+/// Default `audit_log.rotate_every`: as the access log's.
+pub const DEFAULT_AUDIT_LOG_ROTATE_EVERY: Duration = DEFAULT_ACCESS_LOG_ROTATE_EVERY;
+
+/// Default `audit_log.keep`: as the access log's.
+pub const DEFAULT_AUDIT_LOG_KEEP: u32 = DEFAULT_ACCESS_LOG_KEEP;
+
+/// The file's name below the data directory when `audit_log.path` is empty.
+pub const DEFAULT_AUDIT_LOG_FILE: &str = "logs/audit";
+
+/// `[audit_log]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditLogSettings {
+    /// Whether the server writes an audit log.
+    pub enabled: bool,
+    /// The file (`None`: [`DEFAULT_AUDIT_LOG_FILE`] below the data directory).
+    pub path: Option<PathBuf>,
+    /// Rotate after this many octets written to the file (0: never by size).
+    pub max_size: u64,
+    /// Rotate once the file is this old (`None`: never by time).
+    pub rotate_every: Option<Duration>,
+    /// Rotated files kept.
+    pub keep: u32,
+}
+
+impl Default for AuditLogSettings {
+    fn default() -> Self {
+        AuditLogSettings {
+            enabled: false,
+            path: None,
+            max_size: DEFAULT_AUDIT_LOG_MAX_SIZE_MB << 20,
+            rotate_every: Some(DEFAULT_AUDIT_LOG_ROTATE_EVERY),
+            keep: DEFAULT_AUDIT_LOG_KEEP,
+        }
+    }
+}
+
+/// `[audit_log]` as serde reads it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAuditLog {
+    pub enabled: Option<bool>,
+    pub path: Option<String>,
+    pub max_size_mb: Option<u64>,
+    pub rotate_every: Option<RawDuration>,
+    pub keep: Option<u64>,
+}
+
+impl AuditLogSettings {
+    /// The settings of an `[audit_log]` table; keys left out keep their defaults.
+    pub(crate) fn from_raw(raw: RawAuditLog) -> Result<AuditLogSettings, ConfigError> {
+        let mut s = AuditLogSettings::default();
+        if let Some(b) = raw.enabled {
+            s.enabled = b;
+        }
+        if let Some(p) = raw.path {
+            s.path = (!p.is_empty()).then(|| PathBuf::from(p));
+        }
+        if let Some(mb) = raw.max_size_mb {
+            if mb > MAX_ACCESS_LOG_SIZE_MB {
+                return Err(ConfigError::invalid(
+                    "audit_log.max_size_mb",
+                    format!("{mb} is more than {MAX_ACCESS_LOG_SIZE_MB}"),
+                ));
+            }
+            s.max_size = mb << 20;
+        }
+        if let Some(d) = raw.rotate_every {
+            let d = super::duration("audit_log.rotate_every", &d)?;
+            s.rotate_every = (!d.is_zero()).then_some(d);
+        }
+        if let Some(k) = raw.keep {
+            s.keep = u32::try_from(k).unwrap_or(u32::MAX);
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks the bounds of every key (those of `[access_log]`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.keep > MAX_ACCESS_LOG_KEEP {
+            return Err(ConfigError::invalid(
+                "audit_log.keep",
+                format!("{} is more than {MAX_ACCESS_LOG_KEEP}", self.keep),
+            ));
+        }
+        if self.rotate_every.is_some_and(|d| d < Duration::from_secs(1)) {
+            return Err(ConfigError::invalid(
+                "audit_log.rotate_every",
+                "must be at least 1s (or 0 for never)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +334,48 @@ mod tests {
             ),
         ] {
             let e = AccessLogSettings::from_raw(raw).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+    }
+
+    #[test]
+    fn audit_log_keys_convert_and_bad_values_name_their_key() {
+        assert!(!AuditLogSettings::default().enabled);
+        let s = AuditLogSettings::from_raw(RawAuditLog {
+            enabled: Some(true),
+            max_size_mb: Some(0),
+            rotate_every: Some(RawDuration::Text("0".into())),
+            keep: Some(3),
+            path: Some("audit.ldif".into()),
+        })
+        .unwrap();
+        assert!(s.enabled);
+        assert_eq!((s.max_size, s.rotate_every, s.keep), (0, None, 3));
+        assert_eq!(s.path, Some(PathBuf::from("audit.ldif")));
+        for (raw, key) in [
+            (
+                RawAuditLog {
+                    keep: Some(1_000_000),
+                    ..RawAuditLog::default()
+                },
+                "audit_log.keep",
+            ),
+            (
+                RawAuditLog {
+                    max_size_mb: Some(u64::MAX),
+                    ..RawAuditLog::default()
+                },
+                "audit_log.max_size_mb",
+            ),
+            (
+                RawAuditLog {
+                    rotate_every: Some(RawDuration::Text("500ms".into())),
+                    ..RawAuditLog::default()
+                },
+                "audit_log.rotate_every",
+            ),
+        ] {
+            let e = AuditLogSettings::from_raw(raw).unwrap_err().to_string();
             assert!(e.contains(key), "{e}");
         }
     }

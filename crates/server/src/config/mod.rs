@@ -55,8 +55,10 @@ pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
 pub use listen::ListenUrl;
 pub use logs::{
-    AccessLogFormat, AccessLogLevel, AccessLogSettings, DEFAULT_ACCESS_LOG_FILE, DEFAULT_ACCESS_LOG_KEEP,
-    DEFAULT_ACCESS_LOG_MAX_SIZE_MB, DEFAULT_ACCESS_LOG_ROTATE_EVERY,
+    AccessLogFormat, AccessLogLevel, AccessLogSettings, AuditLogSettings, DEFAULT_ACCESS_LOG_FILE,
+    DEFAULT_ACCESS_LOG_KEEP, DEFAULT_ACCESS_LOG_MAX_SIZE_MB, DEFAULT_ACCESS_LOG_ROTATE_EVERY,
+    DEFAULT_AUDIT_LOG_FILE, DEFAULT_AUDIT_LOG_KEEP, DEFAULT_AUDIT_LOG_MAX_SIZE_MB,
+    DEFAULT_AUDIT_LOG_ROTATE_EVERY,
 };
 pub use password::{DefaultScheme, PasswordSettings};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
@@ -187,6 +189,8 @@ pub struct ServerConfig {
     pub access: AccessConfig,
     /// `[access_log]`: the access log.
     pub access_log: AccessLogSettings,
+    /// `[audit_log]`: the audit log (every committed change as LDIF).
+    pub audit_log: AuditLogSettings,
 }
 
 impl ServerConfig {
@@ -196,6 +200,15 @@ impl ServerConfig {
         match &self.access_log.path {
             Some(p) => p.clone(),
             None => self.server.data_dir.join(DEFAULT_ACCESS_LOG_FILE),
+        }
+    }
+
+    /// The audit log's file: `audit_log.path`, or [`DEFAULT_AUDIT_LOG_FILE`] below the
+    /// data directory.
+    pub fn audit_log_path(&self) -> PathBuf {
+        match &self.audit_log.path {
+            Some(p) => p.clone(),
+            None => self.server.data_dir.join(DEFAULT_AUDIT_LOG_FILE),
         }
     }
 }
@@ -325,6 +338,7 @@ impl Default for ServerConfig {
             bind_throttle: BindThrottleSettings::default(),
             access: AccessConfig::default(),
             access_log: AccessLogSettings::default(),
+            audit_log: AuditLogSettings::default(),
         }
     }
 }
@@ -403,6 +417,9 @@ impl ServerConfig {
                 t.resolve_paths(base);
             }
             if let Some(p) = &mut config.access_log.path {
+                *p = base.join(&*p);
+            }
+            if let Some(p) = &mut config.audit_log.path {
                 *p = base.join(&*p);
             }
         }
@@ -569,6 +586,9 @@ impl ServerConfig {
         if let Some(l) = raw.access_log {
             c.access_log = AccessLogSettings::from_raw(l)?;
         }
+        if let Some(l) = raw.audit_log {
+            c.audit_log = AuditLogSettings::from_raw(l)?;
+        }
         Ok(c)
     }
 
@@ -625,6 +645,7 @@ impl ServerConfig {
         self.validate_limits()?;
         self.bind_throttle.validate()?;
         self.access_log.validate()?;
+        self.audit_log.validate()?;
         let env = &self.directory.admin_password_env;
         let env_ok = env
             .bytes()

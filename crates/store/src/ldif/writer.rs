@@ -1,5 +1,5 @@
 //! The writer: one record at a time, lines folded at [`FOLD_COLUMN`], base64 where a value
-//! is not a SAFE-STRING.
+//! is not a SAFE-STRING; comment lines before a record.
 
 use std::io::{self, Write};
 
@@ -17,6 +17,9 @@ pub struct LdifWriter<W> {
     out: W,
     records: u64,
     wrote_version: bool,
+    /// Comments were written since the last record (the blank line separating records
+    /// went before them).
+    commented: bool,
     /// The record being built, written in one call.
     buf: Vec<u8>,
 }
@@ -44,6 +47,7 @@ impl<W: Write> LdifWriter<W> {
             out,
             records: 0,
             wrote_version: false,
+            commented: false,
             buf: Vec::new(),
         }
     }
@@ -74,10 +78,30 @@ impl<W: Write> LdifWriter<W> {
         self.out
     }
 
-    /// Writes one record, preceded by a blank line unless it is the first.
+    /// Writes a comment line, `# name: value`, before the next record (readers skip it):
+    /// the value as text when it is a SAFE-STRING, else `# name:: base64`, folded as any
+    /// other line (RFC 2849 lets a comment continue on lines that start with a space). The
+    /// blank line that separates records goes before the first comment of a record, so
+    /// comments stay with the record that follows them. `name` must not hold a line end.
+    pub fn write_comment(&mut self, name: &str, value: &[u8]) -> io::Result<()> {
+        if name.bytes().any(|b| b == b'\n' || b == b'\r') {
+            return Err(invalid(format!("a comment name holds a line end: {name:?}")));
+        }
+        self.buf.clear();
+        if self.records > 0 && !self.commented {
+            self.buf.push(b'\n');
+        }
+        self.line(&format!("# {name}"), value);
+        self.out.write_all(&self.buf)?;
+        self.commented = true;
+        Ok(())
+    }
+
+    /// Writes one record, preceded by a blank line unless it is the first (or comments
+    /// written since the last record already had it).
     pub fn write_record(&mut self, record: &LdifRecord) -> io::Result<()> {
         self.buf.clear();
-        if self.records > 0 {
+        if self.records > 0 && !self.commented {
             self.buf.push(b'\n');
         }
         match record {
@@ -98,6 +122,7 @@ impl<W: Write> LdifWriter<W> {
         }
         self.out.write_all(&self.buf)?;
         self.records += 1;
+        self.commented = false;
         Ok(())
     }
 

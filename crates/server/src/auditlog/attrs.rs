@@ -1,0 +1,234 @@
+//! An entry's attributes as the audit log reads them: the logged attribute list decoded
+//! through the schema, which attributes a record may carry (those `ldapmodify` can write
+//! back) and which go in comments (`NO-USER-MODIFICATION` ones), and the modifications
+//! that turn one state of an entry into another.
+
+use larch_model::entry::{StoredAttribute, StoredEntry, StoredRef};
+use larch_model::schema::{AttributeTypeId, Schema};
+use larch_store::ldif::{LdifModOp, LdifModification};
+
+/// Decodes a logged attribute list (`PartialAttribute`s with the types' names, as the
+/// write-ahead log carries them) into the stored form, sorted by type and options.
+pub(crate) fn decode(ber: &[u8], schema: &Schema) -> Result<StoredEntry, String> {
+    StoredEntry::from_attributes_ber(ber, schema).map_err(|e| e.to_string())
+}
+
+/// True when a client may write the type (it is not `NO-USER-MODIFICATION`): such an
+/// attribute goes in the body of a record, any other in a comment. A type the schema does
+/// not know (it cannot be stored) counts as writable, so that nothing is hidden.
+pub(crate) fn is_writable(schema: &Schema, ty: AttributeTypeId) -> bool {
+    schema
+        .attribute_type_by_id(ty)
+        .is_none_or(|t| !t.no_user_modification)
+}
+
+/// The attribute description as LDIF writes it: the type's canonical name, then its
+/// options (`cn;lang-fr`).
+pub(crate) fn description(schema: &Schema, a: &StoredAttribute<'_>) -> String {
+    let name = schema
+        .attribute_type_by_id(a.ty)
+        .map_or_else(|| format!("{}", a.ty.index()), |t| t.name().to_string());
+    format!("{name}{}", a.options)
+}
+
+/// The first value of the type (without options), if the entry has one.
+pub(crate) fn first_value<'a>(entry: StoredRef<'a>, ty: Option<AttributeTypeId>) -> Option<&'a [u8]> {
+    let ty = ty?;
+    entry
+        .attribute(ty)
+        .find(|a| a.options.is_empty())
+        .and_then(|a| a.values.iter().next())
+}
+
+/// `(description, value)` pairs of the writable attributes, in stored order: the body of
+/// an add record.
+pub(crate) fn writable_values(schema: &Schema, entry: StoredRef<'_>) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for a in entry.attributes().filter(|a| is_writable(schema, a.ty)) {
+        let name = description(schema, &a);
+        out.extend(a.values.iter().map(|v| (name.clone(), v.to_vec())));
+    }
+    out
+}
+
+/// True when two attributes hold the same values, in any order.
+fn same_values(a: &StoredAttribute<'_>, b: &StoredAttribute<'_>) -> bool {
+    if a.values_ber == b.values_ber {
+        return true;
+    }
+    let mut x: Vec<&[u8]> = a.values.iter().collect();
+    let mut y: Vec<&[u8]> = b.values.iter().collect();
+    x.sort_unstable();
+    y.sort_unstable();
+    x == y
+}
+
+/// What changed between two states of an entry, attribute by attribute (type and
+/// options), in stored order.
+pub(crate) enum Difference<'a> {
+    /// Present after with other values than before (or absent before).
+    Set(StoredAttribute<'a>),
+    /// Present before, absent after.
+    Gone(StoredAttribute<'a>),
+}
+
+/// Every attribute whose values differ between `before` and `after` (both are sorted by
+/// type and options, so this is one merge of the two lists).
+pub(crate) fn differences<'a>(before: StoredRef<'a>, after: StoredRef<'a>) -> Vec<Difference<'a>> {
+    let mut out = Vec::new();
+    let mut b = before.attributes().peekable();
+    let mut a = after.attributes().peekable();
+    loop {
+        let order = match (b.peek(), a.peek()) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => (x.ty, x.options).cmp(&(y.ty, y.options)),
+        };
+        match order {
+            std::cmp::Ordering::Less => out.extend(b.next().map(Difference::Gone)),
+            std::cmp::Ordering::Greater => out.extend(a.next().map(Difference::Set)),
+            std::cmp::Ordering::Equal => {
+                if let (Some(x), Some(y)) = (b.next(), a.next()) {
+                    if !same_values(&x, &y) {
+                        out.push(Difference::Set(y));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The modifications that turn `before` into `after` for the writable attributes:
+/// `replace:` of each attribute whose values differ (or that is new), `delete:` of each
+/// that disappeared, in stored order.
+pub(crate) fn modifications(
+    schema: &Schema,
+    before: StoredRef<'_>,
+    after: StoredRef<'_>,
+) -> Vec<LdifModification> {
+    differences(before, after)
+        .into_iter()
+        .filter_map(|d| match d {
+            Difference::Set(a) if is_writable(schema, a.ty) => Some(LdifModification {
+                op: LdifModOp::Replace,
+                attribute: description(schema, &a),
+                values: a.values.iter().map(<[u8]>::to_vec).collect(),
+            }),
+            Difference::Gone(a) if is_writable(schema, a.ty) => Some(LdifModification {
+                op: LdifModOp::Delete,
+                attribute: description(schema, &a),
+                values: Vec::new(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `replace:` of every writable attribute of `after`: what reproduces an entry whose
+/// previous state is unknown (an attribute type the change removed stays).
+pub(crate) fn replace_all(schema: &Schema, after: StoredRef<'_>) -> Vec<LdifModification> {
+    after
+        .attributes()
+        .filter(|a| is_writable(schema, a.ty))
+        .map(|a| LdifModification {
+            op: LdifModOp::Replace,
+            attribute: description(schema, &a),
+            values: a.values.iter().map(<[u8]>::to_vec).collect(),
+        })
+        .collect()
+}
+
+/// The equality key of a value of `ty` (the value itself when the type has no equality
+/// rule or the value does not normalize).
+pub(crate) fn equality_key(schema: &Schema, ty: AttributeTypeId, value: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(value.len());
+    if let Some(rule) = schema.attribute_type_by_id(ty).and_then(|t| t.equality) {
+        if rule.normalize(value, &mut key).is_ok() {
+            return key;
+        }
+        key.clear();
+    }
+    key.extend_from_slice(value);
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use larch_model::entry::Attribute;
+
+    fn entry(schema: &Schema, attrs: &[(&str, &[&str])]) -> StoredEntry {
+        let list: Vec<Attribute> = attrs
+            .iter()
+            .map(|(name, values)| {
+                let (ty, options) = larch_model::entry::resolve_description(name.as_bytes(), schema).unwrap();
+                Attribute {
+                    ty,
+                    options,
+                    values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
+                }
+            })
+            .collect();
+        StoredEntry::build(&list)
+    }
+
+    fn shown(mods: &[LdifModification]) -> Vec<String> {
+        mods.iter()
+            .map(|m| {
+                let values: Vec<String> = m
+                    .values
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v).into())
+                    .collect();
+                format!("{} {} {values:?}", m.op.keyword(), m.attribute)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn modifications_replace_what_differs_and_delete_what_went() {
+        let schema = Schema::builtin().unwrap();
+        let before = entry(
+            &schema,
+            &[
+                ("objectClass", &["person"]),
+                ("cn", &["a", "b"]),
+                ("sn", &["s"]),
+                ("description", &["d"]),
+                ("description;lang-fr", &["f"]),
+                ("modifyTimestamp", &["20250101000000Z"]),
+            ],
+        );
+        let after = entry(
+            &schema,
+            &[
+                ("objectClass", &["person"]),
+                ("cn", &["b", "a"]),
+                ("sn", &["t"]),
+                ("description;lang-fr", &["f"]),
+                ("telephoneNumber", &["1"]),
+                ("modifyTimestamp", &["20250102000000Z"]),
+            ],
+        );
+        let mods = modifications(&schema, before.as_ref(), after.as_ref());
+        let mut got = shown(&mods);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "delete description []",
+                "replace sn [\"t\"]",
+                "replace telephoneNumber [\"1\"]"
+            ]
+        );
+        assert!(modifications(&schema, after.as_ref(), after.as_ref()).is_empty());
+        let all = shown(&replace_all(&schema, after.as_ref()));
+        assert_eq!(all.len(), 5, "{all:?}");
+        assert!(!all.iter().any(|m| m.contains("modifyTimestamp")));
+        let cn = schema.attribute_type("cn").unwrap().id;
+        assert_eq!(first_value(after.as_ref(), Some(cn)), Some(&b"b"[..]));
+        assert_eq!(equality_key(&schema, cn, b"  Alice  SMITH"), b"alice smith");
+    }
+}
