@@ -11,8 +11,9 @@
 //! 2. it is read into closed tables of optional keys; an unknown key or a value of the
 //!    wrong type reports the key path (`limits.sizelimit`), line and column;
 //! 3. values are converted: listen URLs, durations, sync policy, index kinds; relative
-//!    paths (`server.data_dir`, `schema.files`) are taken from the configuration file's
-//!    directory (from the current directory for text and for the defaults);
+//!    paths (`server.data_dir`, `schema.files`, the `[tls]` files, the logs' `path`) are
+//!    taken from the configuration file's directory (from the current directory for text
+//!    and for the defaults);
 //! 4. [`ServerConfig::validate`] loads the schema (built-in files, then `schema.files`),
 //!    normalizes the suffixes and the admin DN through it, resolves the indexes against
 //!    it, compiles the access rules against it (`access`), and checks every limit's bounds.
@@ -26,6 +27,7 @@ pub mod access;
 mod bind_throttle;
 mod duration;
 mod error;
+mod error_log;
 mod listen;
 mod logs;
 mod password;
@@ -53,6 +55,7 @@ pub use bind_throttle::{
 };
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
+pub use error_log::{ErrorLogFormat, ErrorLogLevel, ErrorLogSettings};
 pub use listen::ListenUrl;
 pub use logs::{
     AccessLogFormat, AccessLogLevel, AccessLogSettings, DEFAULT_ACCESS_LOG_FILE, DEFAULT_ACCESS_LOG_KEEP,
@@ -187,6 +190,8 @@ pub struct ServerConfig {
     pub access: AccessConfig,
     /// `[access_log]`: the access log.
     pub access_log: AccessLogSettings,
+    /// `[error_log]`: the server's own messages.
+    pub error_log: ErrorLogSettings,
 }
 
 impl ServerConfig {
@@ -325,6 +330,7 @@ impl Default for ServerConfig {
             bind_throttle: BindThrottleSettings::default(),
             access: AccessConfig::default(),
             access_log: AccessLogSettings::default(),
+            error_log: ErrorLogSettings::default(),
         }
     }
 }
@@ -403,6 +409,9 @@ impl ServerConfig {
                 t.resolve_paths(base);
             }
             if let Some(p) = &mut config.access_log.path {
+                *p = base.join(&*p);
+            }
+            if let Some(p) = &mut config.error_log.path {
                 *p = base.join(&*p);
             }
         }
@@ -568,6 +577,9 @@ impl ServerConfig {
         c.access = access::parse(raw.access, raw.access_proxy)?;
         if let Some(l) = raw.access_log {
             c.access_log = AccessLogSettings::from_raw(l)?;
+        }
+        if let Some(l) = raw.error_log {
+            c.error_log = ErrorLogSettings::from_raw(l)?;
         }
         Ok(c)
     }

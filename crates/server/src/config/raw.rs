@@ -24,6 +24,7 @@ pub(crate) struct RawConfig {
     pub password: Option<super::password::RawPassword>,
     pub bind_throttle: Option<super::bind_throttle::RawBindThrottle>,
     pub access_log: Option<super::logs::RawAccessLog>,
+    pub error_log: Option<super::error_log::RawErrorLog>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.
