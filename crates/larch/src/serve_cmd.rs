@@ -301,9 +301,20 @@ impl Reload {
             }
         };
         let running = &self.dir.config;
-        if new.error_log.path != running.error_log.path || new.error_log.format != running.error_log.format {
+        let waiting: Vec<&str> = [
+            ("error_log.path", new.error_log.path != running.error_log.path),
+            (
+                "error_log.format",
+                new.error_log.format != running.error_log.format,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(key, changed)| changed.then_some(key))
+        .collect();
+        if !waiting.is_empty() {
             warn!(
-                "SIGHUP: error_log.path and error_log.format changed in the file; they take effect at the next start \
+                keys = %waiting.join(", "),
+                "SIGHUP: [error_log] keys changed in the file take effect at the next start \
                  (SIGHUP reads only error_log.level again)"
             );
         }
