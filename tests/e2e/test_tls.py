@@ -419,15 +419,15 @@ def test_demo_tls(request, tmp_path):
     err.close()
     try:
         deadline = time.monotonic() + WAIT_S
-        while b"listening on ldaps://" not in (tmp_path / "stderr").read_bytes():
+        while b"listening url=ldaps://" not in (tmp_path / "stderr").read_bytes():
             assert proc.poll() is None, (tmp_path / "stderr").read_text()
             assert time.monotonic() < deadline, (tmp_path / "stderr").read_text()
             time.sleep(0.05)
         log = (tmp_path / "stderr").read_text()
         ca = tmp_path / "data" / "demo-tls" / "ca.pem"
         assert f"LDAPTLS_CACERT={ca.resolve()}" in log, log
-        assert f"listening on ldaps://127.0.0.1:{ldaps_port}" in log, log
-        assert "listening on ldaps://127.0.0.1:3636" not in log, "an ldaps listener was configured"
+        assert f"listening url=ldaps://127.0.0.1:{ldaps_port}" in log, log
+        assert "listening url=ldaps://127.0.0.1:3636" not in log, "an ldaps listener was configured"
         env = tool_env()
         env.pop("LDAPNOINIT", None)
         empty = tmp_path / "ldap.conf"

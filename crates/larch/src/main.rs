@@ -18,6 +18,7 @@ use larch_bench::{
 use larch_proto::SearchScope;
 
 mod alloc;
+mod error_log;
 mod serve_cmd;
 mod store_cmd;
 
@@ -283,7 +284,7 @@ fn main() -> ExitCode {
             let _ = <Cli as clap::CommandFactory>::command().print_help();
             ExitCode::from(2)
         }
-        Some(Command::Serve(args)) => report(serve_cmd::serve(args)),
+        Some(Command::Serve(args)) => serve_cmd::serve(args),
         Some(Command::Gen(args)) => report(gen(args)),
         Some(Command::Bench(args)) => report(bench(*args)),
         Some(Command::Import(args)) => report(store_cmd::import(args)),

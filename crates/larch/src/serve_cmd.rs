@@ -1,17 +1,35 @@
 //! `larch serve`: open (or create) the data directory and run the directory server until
-//! SIGTERM or SIGINT, then write a snapshot and exit 0. SIGHUP reopens the access and audit
-//! logs by name (for logrotate) and reloads the TLS certificate, key and client CA files (new
-//! connections use them; a failed reload keeps the old ones and says why). `--demo-tls` turns TLS on with a self-signed demo CA
-//! ([`larch_server::tls::demo`]).
+//! SIGTERM or SIGINT, then write a snapshot and exit 0. `--demo-tls` turns TLS on with a
+//! self-signed demo CA ([`larch_server::tls::demo`]).
+//!
+//! In steps:
+//! 1. read the configuration; an error in it is said on standard error (there is no error
+//!    log yet) and the exit status is 1;
+//! 2. install the error log of `[error_log]` ([`crate::error_log`]); from here on every
+//!    message is a `tracing` event, and a failure that ends the server is logged there
+//!    (and said on standard error as well when the error log is a file);
+//! 3. open the store, set up a new data directory, start the runtime, the SIGHUP handler
+//!    and the listeners;
+//! 4. on SIGTERM or SIGINT, stop serving, close the access log, write a snapshot.
+//!
+//! SIGHUP reopens the error log, the access log and the audit log by name (for logrotate), reads the
+//! configuration file's `error_log.level` again and uses it at once (the other keys take
+//! effect at the next start, and a message says so when the file differs), and reloads the
+//! TLS certificate, key and client CA files (new connections use them; a failed reload
+//! keeps the old ones and says why).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use larch_server::config::ServerConfig;
 use larch_server::directory::Directory;
-use larch_server::tls::demo;
+use larch_server::tls::demo::{self, DemoFiles};
+use tracing::{debug, error, info, warn};
+
+use crate::error_log::ErrorLog;
 
 /// How long the runtime waits for worker threads (searches still running after the
 /// shutdown grace period) before the store is closed.
@@ -32,17 +50,49 @@ pub struct ServeArgs {
     demo_tls: bool,
 }
 
-/// Runs the server.
-pub fn serve(a: ServeArgs) -> Result<(), String> {
-    // --demo-tls turns TLS on before the configuration is validated, so that its ldaps://
-    // listeners are accepted.
+/// Runs the server; the exit status says whether it stopped cleanly.
+pub fn serve(a: ServeArgs) -> ExitCode {
+    // Step 1: before the error log exists, errors go to standard error.
+    let (config, demo_files) = match load_config(a.config.as_deref(), a.demo_tls) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("larch: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Step 2.
+    let log = match ErrorLog::install(&config.error_log) {
+        Ok(l) => Arc::new(l),
+        Err(e) => {
+            eprintln!("larch: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(&a, config, demo_files, Arc::clone(&log)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e}");
+            // Whoever started the server (a terminal, a service manager, a test) learns
+            // why it stopped without looking for the file.
+            if log.file().is_some() {
+                eprintln!("larch: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads the configuration file (the embedded defaults without one), with the demo TLS
+/// files of `--demo-tls` applied before it is validated, so that its ldaps:// listeners
+/// are accepted.
+fn load_config(path: Option<&Path>, demo_tls: bool) -> Result<(ServerConfig, Option<DemoFiles>), String> {
     let mut demo_files = None;
     let mut with_demo = |c: &mut ServerConfig| {
-        if a.demo_tls {
+        if demo_tls {
             demo_files = Some(demo::apply(c));
         }
     };
-    let config = match &a.config {
+    let config = match path {
         Some(path) => ServerConfig::load_with(path, with_demo),
         None => {
             let mut c = ServerConfig::default();
@@ -52,12 +102,27 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     };
     let demo_files = demo_files.transpose().map_err(|e| e.to_string())?;
     let config = config.map_err(|e| e.to_string())?;
+    Ok((config, demo_files))
+}
+
+/// Steps 3 and 4.
+fn run(
+    a: &ServeArgs,
+    config: ServerConfig,
+    demo_files: Option<DemoFiles>,
+    log: Arc<ErrorLog>,
+) -> Result<(), String> {
+    info!(
+        version = %env!("CARGO_PKG_VERSION"),
+        config = %a.config.as_deref().map_or("(embedded defaults)".into(), |p| p.display().to_string()),
+        error_log_level = %log.level(),
+        "starting"
+    );
     if let Some(files) = demo_files {
         let verb = if files.created { "created" } else { "using" };
-        eprintln!(
-            "larch: --demo-tls: {verb} a demo CA and server certificate in {}; clients trust it with\n  \
-             LDAPTLS_CACERT={}",
-            files.certificate.parent().unwrap_or(&files.certificate).display(),
+        info!(
+            dir = %files.certificate.parent().unwrap_or(&files.certificate).display(),
+            "--demo-tls: {verb} a demo CA and server certificate; clients trust it with LDAPTLS_CACERT={}",
             files.ca.display()
         );
     }
@@ -71,41 +136,65 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
     crate::alloc::release_free_memory();
     let r = &startup.report;
     if let Some(cut) = &r.wal_cut {
-        eprintln!("larch: WARNING: the transaction log had a damaged tail, which was cut: {cut:?}");
-    }
-    eprintln!(
-        "larch: {} entries in {} ({} log records replayed) in {:.2} s",
-        r.entries,
-        data_dir.display(),
-        r.replayed,
-        started.elapsed().as_secs_f64()
-    );
-    for dn in &startup.created {
-        eprintln!("larch: created `{dn}`");
-    }
-    if dir.acl.is_default_policy() {
-        eprintln!("larch: access control: the default policy (no [[access]] rule configured)");
-    } else {
-        eprintln!("larch: access control: {} [[access]] rules", dir.acl.len());
-    }
-    if let Some(password) = &startup.generated_admin_password {
-        eprintln!(
-            "larch: generated password of `{}` (shown once, stored hashed; set {} before the first start \
-             to choose it, or later to reset it):\n{password}",
-            dir.config.directory.admin_dn, dir.config.directory.admin_password_env
+        warn!(
+            segment = %cut.path.display(),
+            offset = cut.offset,
+            discarded = cut.discarded,
+            reason = %cut.reason,
+            "the transaction log had a damaged tail, which was cut"
         );
     }
+    info!(
+        entries = r.entries,
+        data_dir = %data_dir.display(),
+        replayed = r.replayed,
+        seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        "loaded the directory"
+    );
+    for dn in &startup.created {
+        info!(dn = %dn, "created the entry");
+    }
+    if dir.acl.is_default_policy() {
+        info!("access control: the default policy (no [[access]] rule configured)");
+    } else {
+        info!(
+            rules = dir.acl.len(),
+            "access control: the configured [[access]] rules"
+        );
+    }
+    let d = &dir.config.directory;
+    if let Some(password) = &startup.generated_admin_password {
+        warn!(
+            dn = %d.admin_dn,
+            password = %password,
+            "generated the admin password (shown once, stored hashed; set {} before the first start to choose it, \
+             or later to reset it)",
+            d.admin_password_env
+        );
+        // Shown once and needed to administer the server: never only in a file the
+        // operator may not read, nor filtered out by `level = "error"`.
+        if log.file().is_some() || !tracing::enabled!(tracing::Level::WARN) {
+            eprintln!(
+                "larch: generated password of `{}` (shown once, stored hashed; set {} before the first start \
+                 to choose it, or later to reset it):\n{password}",
+                d.admin_dn, d.admin_password_env
+            );
+        }
+    }
     if startup.admin_password_reset {
-        eprintln!(
-            "larch: the password of `{}` was reset from {}",
-            dir.config.directory.admin_dn, dir.config.directory.admin_password_env
+        warn!(
+            dn = %d.admin_dn,
+            env = %d.admin_password_env,
+            "the admin password was reset from the environment"
         );
     }
     if let Some(tls) = &dir.tls {
         let c = tls.certificate();
-        eprintln!(
-            "larch: TLS certificate `{}` (serial {}, valid until {})",
-            c.subject, c.serial, c.not_after
+        info!(
+            subject = %c.subject,
+            serial = %c.serial,
+            not_after = %c.not_after,
+            "TLS certificate loaded"
         );
     }
     let dir = Arc::new(dir);
@@ -122,10 +211,16 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
             .map_err(|e| format!("cannot handle SIGHUP: {e}"))?
     };
-    runtime.spawn(reload_on_sighup(dir.clone(), hangup));
+    let reload = Reload {
+        dir: Arc::clone(&dir),
+        log,
+        config_path: a.config.clone(),
+        demo_tls: a.demo_tls,
+    };
+    runtime.spawn(reload_on_sighup(reload, hangup));
     let served = runtime.block_on(larch_server::net::run(dir.clone(), shutdown_signal(), |bound| {
         for b in bound {
-            eprintln!("larch: listening on {b}");
+            info!(url = %b, "listening");
         }
     }));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);
@@ -137,33 +232,124 @@ pub fn serve(a: ServeArgs) -> Result<(), String> {
         log.close();
     }
     served.map_err(|e| e.to_string())?;
-    eprintln!("larch: stopping: writing a snapshot");
+    info!("stopping: writing a snapshot");
     dir.store
         .close(true)
         .map_err(|e| format!("closing the store: {e}"))?;
-    eprintln!("larch: stopped");
+    info!("stopped");
     Ok(())
 }
 
-/// On every SIGHUP, reopens the access and audit logs by name (after logrotate moved
-/// them) and reloads the TLS files; says on standard error what happened.
-async fn reload_on_sighup(dir: Arc<Directory>, mut hangup: tokio::signal::unix::Signal) {
+/// What SIGHUP reloads.
+struct Reload {
+    dir: Arc<Directory>,
+    log: Arc<ErrorLog>,
+    /// The configuration file (`None`: the embedded defaults, nothing to read again).
+    config_path: Option<PathBuf>,
+    demo_tls: bool,
+}
+
+/// On every SIGHUP: reopens the error log, the access log and the audit log by name
+/// (after logrotate moved them), reads `error_log.level` again, and reloads the TLS files; logs what
+/// happened.
+async fn reload_on_sighup(r: Reload, mut hangup: tokio::signal::unix::Signal) {
     while hangup.recv().await.is_some() {
-        if let Some(log) = &dir.access_log {
+        if let Err(e) = r.log.reopen() {
+            error!(
+                path = %r.log.file().unwrap_or(Path::new("")).display(),
+                error = %e,
+                "SIGHUP: cannot reopen the error log; writing on to the file open until now"
+            );
+        }
+        r.reread_level();
+        if let Some(log) = &r.dir.access_log {
             log.reopen();
         }
-        if let Some(log) = &dir.audit_log {
+        if let Some(log) = &r.dir.audit_log {
             log.reopen();
         }
-        match &dir.tls {
-            None => eprintln!("larch: SIGHUP: nothing to reload (no [tls] configured)"),
+        match &r.dir.tls {
+            None => debug!("SIGHUP: no [tls] configured, no certificate to reload"),
             Some(tls) => match tls.reload() {
-                Ok(c) => eprintln!(
-                    "larch: SIGHUP: TLS reloaded: certificate `{}` (serial {}, valid until {}); new connections use it",
-                    c.subject, c.serial, c.not_after
+                Ok(c) => info!(
+                    subject = %c.subject,
+                    serial = %c.serial,
+                    not_after = %c.not_after,
+                    "SIGHUP: TLS reloaded; new connections use it"
                 ),
-                Err(e) => eprintln!("larch: SIGHUP: TLS reload failed, the previous certificate stays in use: {e}"),
+                Err(e) => error!(
+                    error = %e,
+                    "SIGHUP: TLS reload failed, the previous certificate stays in use"
+                ),
             },
+        }
+    }
+}
+
+impl Reload {
+    /// Reads the configuration file again and puts its `error_log.level` in force; says
+    /// when the file holds other changes, which wait for the next start, and keeps the
+    /// level when the file cannot be used.
+    fn reread_level(&self) {
+        let old = self.log.level();
+        let Some(path) = &self.config_path else {
+            info!(error_log_level = %old, "SIGHUP: no configuration file (embedded defaults); the error log level stays");
+            return;
+        };
+        let new = match load_config(Some(path), self.demo_tls) {
+            Ok((c, _)) => c,
+            Err(e) => {
+                error!(
+                    error_log_level = %old,
+                    error = %e,
+                    "SIGHUP: the configuration file cannot be used; the error log level stays"
+                );
+                return;
+            }
+        };
+        let running = &self.dir.config;
+        let waiting: Vec<&str> = [
+            ("error_log.path", new.error_log.path != running.error_log.path),
+            (
+                "error_log.format",
+                new.error_log.format != running.error_log.format,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(key, changed)| changed.then_some(key))
+        .collect();
+        if !waiting.is_empty() {
+            warn!(
+                keys = %waiting.join(", "),
+                "SIGHUP: [error_log] keys changed in the file take effect at the next start \
+                 (SIGHUP reads only error_log.level again)"
+            );
+        }
+        let mut rest = new.clone();
+        rest.error_log = running.error_log.clone();
+        if rest != *running {
+            info!(
+                "SIGHUP: the configuration file has other changes; they take effect at the next start \
+                 (SIGHUP reads only error_log.level again, and the TLS files)"
+            );
+        }
+        let level = new.error_log.level;
+        if level == old {
+            info!(error_log_level = %old, "SIGHUP: error log level unchanged");
+            return;
+        }
+        // Said under the more verbose of the two levels: after the change when it shows
+        // more, before it when it shows less.
+        let said = || info!(from = %old, to = %level, "SIGHUP: error log level changed");
+        if level < old {
+            said();
+        }
+        if let Err(e) = self.log.set_level(level) {
+            error!(error_log_level = %old, "SIGHUP: {e}; the error log level stays");
+            return;
+        }
+        if level > old {
+            said();
         }
     }
 }

@@ -13,8 +13,8 @@ use larch_model::schema::{BuiltinSchemas, Schema};
 use larch_server::acl::rule::Keyword;
 use larch_server::acl::{Privileges, Scope};
 use larch_server::config::{
-    AccessLogFormat, AccessLogLevel, ClientCertificates, ConfigError, DefaultScheme, ExternalMap, IpNetwork,
-    ListenUrl, RequireTls, SaslMechanisms, ServerConfig, TlsSettings,
+    AccessLogFormat, AccessLogLevel, ClientCertificates, ConfigError, DefaultScheme, ErrorLogFormat,
+    ErrorLogLevel, ExternalMap, IpNetwork, ListenUrl, RequireTls, SaslMechanisms, ServerConfig, TlsSettings,
 };
 use larch_store::index::{IndexConfig, IndexKinds};
 use larch_store::wal::SyncPolicy;
@@ -93,6 +93,7 @@ fn documented_defaults_are_the_defaults() {
             "audit_log",
             "bind_throttle",
             "directory",
+            "error_log",
             "limits",
             "password",
             "sasl",
@@ -267,6 +268,10 @@ fn documented_example_parses_to_its_values() {
     assert_eq!(a.max_size, 0);
     assert_eq!(a.rotate_every, Some(Duration::from_secs(7 * 24 * 3600)));
     assert_eq!(a.keep, 52);
+    let e = &c.error_log;
+    assert_eq!(e.path.as_deref(), Some(Path::new("/var/log/larch/error")));
+    assert_eq!(e.format, ErrorLogFormat::Json);
+    assert_eq!(e.level, ErrorLogLevel::Debug);
     // Access control: three rules and one proxy clause, as written.
     let a = &c.access;
     assert_eq!(a.rules.len(), 3);
@@ -312,6 +317,9 @@ fn documented_example_parses_to_its_values() {
     assert_ne!(c.bind_throttle, d.bind_throttle);
     assert_ne!(c.access_log, d.access_log);
     assert_ne!(c.audit_log, d.audit_log);
+    assert_ne!(c.error_log.path, d.error_log.path);
+    assert_ne!(c.error_log.format, d.error_log.format);
+    assert_ne!(c.error_log.level, d.error_log.level);
 
     let schema = Arc::new(c.schema().unwrap());
     let norm = c.normalized_suffixes(&schema).unwrap();
@@ -478,6 +486,10 @@ fn bad_values_are_refused_naming_the_key() {
             "[bind_throttle]\nexempt = [\"10.0.0.1\", \"gateway\"]",
             "bind_throttle.exempt[1]",
         ),
+        ("[error_log]\nformat = \"389\"", "error_log.format"),
+        ("[error_log]\nlevel = \"WARN\"", "error_log.level"),
+        ("[error_log]\nlevel = 3", "error_log.level"),
+        ("[error_log]\nfile = \"error.log\"", "error_log.file"),
     ] {
         refused(text, key);
     }
@@ -598,6 +610,15 @@ fn files_are_named_and_relative_paths_follow_the_file() {
         ServerConfig::load(&file).unwrap().audit_log_path(),
         dir.join("data/logs/audit")
     );
+    // So do the logs' files.
+    std::fs::write(
+        &file,
+        "[error_log]\npath = \"logs/error\"\n[access_log]\npath = \"/abs/access\"\n",
+    )
+    .unwrap();
+    let c = ServerConfig::load(&file).unwrap();
+    assert_eq!(c.error_log.path, Some(dir.join("logs/error")));
+    assert_eq!(c.access_log.path, Some(PathBuf::from("/abs/access")));
 
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -18,8 +18,9 @@
 //!
 //! The writer never blocks a request: threads only ever wait for their own slot's lock,
 //! which the writer holds for one swap. When the disk fails, the lines of the failed
-//! write are counted as lost, the failure is reported on standard error once per run of
-//! failures, and the file is reopened for the next round.
+//! write are counted as lost, the failure is reported in the error log (a `tracing` error
+//! event) once per run of failures, and the file is reopened for the next round; the first
+//! write that works again is reported too, with the count of lines lost so far.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -83,9 +84,10 @@ impl Writer {
             }
             if self.shared.reopen.swap(false, Ordering::AcqRel) {
                 if let Err(e) = self.file.reopen() {
-                    eprintln!(
-                        "larch: cannot reopen the access log {}: {e}",
-                        self.file.path().display()
+                    tracing::error!(
+                        path = %self.file.path().display(),
+                        error = %e,
+                        "cannot reopen the access log"
                     );
                 }
             }
@@ -139,15 +141,23 @@ impl Writer {
                 match self.file.append(&out) {
                     Ok(()) => {
                         self.shared.lines_written.fetch_add(lines, Ordering::Relaxed);
+                        if failing {
+                            tracing::info!(
+                                path = %self.file.path().display(),
+                                lost = self.shared.lines_lost.load(Ordering::Relaxed),
+                                "writing the access log works again"
+                            );
+                        }
                         failing = false;
                     }
                     Err(e) => {
                         self.shared.lines_lost.fetch_add(lines, Ordering::Relaxed);
                         self.shared.write_errors.fetch_add(1, Ordering::Relaxed);
                         if !failing {
-                            eprintln!(
-                                "larch: writing the access log {} failed ({e}); its lines are counted as lost until a write succeeds",
-                                self.file.path().display()
+                            tracing::error!(
+                                path = %self.file.path().display(),
+                                error = %e,
+                                "writing the access log failed; its lines are counted as lost until a write succeeds"
                             );
                         }
                         failing = true;

@@ -11,8 +11,9 @@
 //! 2. it is read into closed tables of optional keys; an unknown key or a value of the
 //!    wrong type reports the key path (`limits.sizelimit`), line and column;
 //! 3. values are converted: listen URLs, durations, sync policy, index kinds; relative
-//!    paths (`server.data_dir`, `schema.files`) are taken from the configuration file's
-//!    directory (from the current directory for text and for the defaults);
+//!    paths (`server.data_dir`, `schema.files`, the `[tls]` files, the logs' `path`) are
+//!    taken from the configuration file's directory (from the current directory for text
+//!    and for the defaults);
 //! 4. [`ServerConfig::validate`] loads the schema (built-in files, then `schema.files`),
 //!    normalizes the suffixes and the admin DN through it, resolves the indexes against
 //!    it, compiles the access rules against it (`access`), and checks every limit's bounds.
@@ -26,6 +27,7 @@ pub mod access;
 mod bind_throttle;
 mod duration;
 mod error;
+mod error_log;
 mod listen;
 mod logs;
 mod password;
@@ -53,6 +55,7 @@ pub use bind_throttle::{
 };
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
+pub use error_log::{ErrorLogFormat, ErrorLogLevel, ErrorLogSettings};
 pub use listen::ListenUrl;
 pub use logs::{
     AccessLogFormat, AccessLogLevel, AccessLogSettings, AuditLogSettings, DEFAULT_ACCESS_LOG_FILE,
@@ -191,6 +194,8 @@ pub struct ServerConfig {
     pub access_log: AccessLogSettings,
     /// `[audit_log]`: the audit log (every committed change as LDIF).
     pub audit_log: AuditLogSettings,
+    /// `[error_log]`: the server's own messages.
+    pub error_log: ErrorLogSettings,
 }
 
 impl ServerConfig {
@@ -339,6 +344,7 @@ impl Default for ServerConfig {
             access: AccessConfig::default(),
             access_log: AccessLogSettings::default(),
             audit_log: AuditLogSettings::default(),
+            error_log: ErrorLogSettings::default(),
         }
     }
 }
@@ -420,6 +426,9 @@ impl ServerConfig {
                 *p = base.join(&*p);
             }
             if let Some(p) = &mut config.audit_log.path {
+                *p = base.join(&*p);
+            }
+            if let Some(p) = &mut config.error_log.path {
                 *p = base.join(&*p);
             }
         }
@@ -588,6 +597,9 @@ impl ServerConfig {
         }
         if let Some(l) = raw.audit_log {
             c.audit_log = AuditLogSettings::from_raw(l)?;
+        }
+        if let Some(l) = raw.error_log {
+            c.error_log = ErrorLogSettings::from_raw(l)?;
         }
         Ok(c)
     }

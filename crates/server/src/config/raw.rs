@@ -25,6 +25,7 @@ pub(crate) struct RawConfig {
     pub bind_throttle: Option<super::bind_throttle::RawBindThrottle>,
     pub access_log: Option<super::logs::RawAccessLog>,
     pub audit_log: Option<super::logs::RawAuditLog>,
+    pub error_log: Option<super::error_log::RawErrorLog>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.

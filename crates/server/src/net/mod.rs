@@ -176,15 +176,32 @@ async fn accept_loop(
     registry: Arc<Registry>,
     draining: watch::Receiver<bool>,
 ) {
+    // Set while accepting fails, so that a run of failures is reported once.
+    let mut failing = false;
+    let local = listener
+        .local_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             // Out of file descriptors and the like: wait a little rather than spin.
-            Err(_) => {
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(
+                        listener = %local,
+                        error = %e,
+                        "cannot accept connections; retrying every 50 ms"
+                    );
+                    failing = true;
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
+        if failing {
+            tracing::info!(listener = %local, "accepting connections again");
+            failing = false;
+        }
         let conn = registry.next_conn();
         match limits.admit(peer.ip()) {
             Ok(slot) => {
