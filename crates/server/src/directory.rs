@@ -37,10 +37,10 @@ use crate::auth::password;
 use crate::auth::throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
 use crate::hooks::WriteHooks;
+use crate::lookup::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
 use crate::outcome::Observers;
-use crate::search::class::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
 use crate::tls::{TlsError, TlsState};
 
 /// The server ID in CSNs (`sid`); 0 until replication gives servers their own.

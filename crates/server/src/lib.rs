@@ -33,6 +33,7 @@ pub mod dse;
 pub mod error;
 pub mod hooks;
 pub mod identity;
+pub mod lookup;
 pub mod net;
 pub mod opattrs;
 pub mod ops;

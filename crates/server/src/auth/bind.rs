@@ -33,7 +33,7 @@ use larch_model::dn::NormDn;
 use larch_proto::{Authentication, BindRequest, ResultCode};
 use larch_store::{EntryId, Version};
 
-use crate::search::LastBase;
+use crate::lookup::LastBase;
 use rustls_pki_types::CertificateDer;
 
 use crate::auth::{confidentiality, password, sasl};

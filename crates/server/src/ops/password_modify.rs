@@ -44,7 +44,7 @@ use crate::auth::password;
 use crate::config::PasswordSettings;
 use crate::error::OpError;
 use crate::hooks::{NewState, PendingWrite, WriteKind};
-use crate::search::referral::referral_above;
+use crate::lookup::referral_above;
 
 /// The answer to a wrong or unverifiable old password, as slapd words it.
 const OLD_PASSWORD_REFUSED: &str = "unwilling to verify old password";
@@ -149,7 +149,7 @@ pub fn prepare_password_modify(
     }
     check_target(dir, &norm, &shown, Target::Modify)?;
     if !manage_dsa_it {
-        if let Some(e) = referral_above(ctx.dir, version, &norm, &shown) {
+        if let Some(e) = referral_above(version, ctx.dir.referral_class.as_ref(), &norm, &shown) {
             return Err(e);
         }
     }

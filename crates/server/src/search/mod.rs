@@ -35,9 +35,7 @@
 //! lookthrough limit it puts on unindexed searches.
 
 mod access;
-pub mod class;
 pub mod deref;
-mod last_base;
 pub mod paged;
 mod planner;
 pub mod referral;
@@ -51,7 +49,6 @@ pub use planner::{plan, Candidates, Plan, MAX_DESCRIPTION_LEN};
 pub use scope::{candidates_in_scope, in_scope, ScopeIter};
 pub use select::{write_partial_attribute, Selection, MAX_SELECTED};
 
-pub use last_base::{LastBase, MAX_CACHED_BASE};
 pub use paged::{PagedSearches, MAX_PAGED_SEARCHES};
 pub use referral::referral_above;
 pub use run::{prepare, PreparedSearch, SearchContext};
