@@ -40,5 +40,6 @@ pub mod ops;
 pub mod outcome;
 pub mod response;
 pub mod search;
+pub mod select;
 pub mod session;
 pub mod tls;

@@ -84,7 +84,7 @@ use super::paged::{request_hash, PagedSearches};
 use super::referral::continuation_uris;
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
 use super::walk::{Candidates, Progress, SetSource, Source, Walker};
-use super::{plan, Candidates as Planned, Selection};
+use super::{plan, Candidates as Planned};
 use crate::acl::{AccessRules, EntryAccess, Privileges, Target, What};
 use crate::client::Client;
 use crate::controls::{RequestControls, ResponseControl};
@@ -100,6 +100,7 @@ use crate::lookup::LastBase;
 use crate::opattrs::{OperationalTypes, SUBSCHEMA_SUBENTRY_DN};
 use crate::outcome::{Reply, SearchNotes};
 use crate::response::{write_message, ResponseSink};
+use crate::select::Selection;
 
 /// A search that examines at most this many candidates is small: the connection runs it
 /// inline, since handing it to a worker thread would cost more than running it.
