@@ -255,8 +255,13 @@ pub fn apply_password_modify(
     let mut entry = Entry::from_stored(dn, op.norm, view.attrs());
     entry.set_values(dir.user_password, &Options::none(), vec![op.hashed]);
     check_entry(&entry, schema)?;
-    let mut write = PendingWrite::new(WriteKind::PasswordModify, NewState::Modify { id, entry }, ctx);
-    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
-    dir.hooks.commit(txn, &write, ctx)?;
+    let hook_ctx = ctx.hook_context();
+    let mut write = PendingWrite::new(
+        WriteKind::PasswordModify,
+        NewState::Modify { id, entry },
+        &hook_ctx,
+    );
+    dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
+    dir.hooks.commit(txn, &write, &hook_ctx)?;
     Ok(())
 }
