@@ -25,6 +25,7 @@
 pub mod accesslog;
 pub mod acl;
 pub mod auth;
+pub mod bind_throttle;
 pub mod client;
 pub mod config;
 pub mod controls;
@@ -38,6 +39,7 @@ pub mod net;
 pub mod opattrs;
 pub mod ops;
 pub mod outcome;
+pub mod password;
 pub mod response;
 pub mod search;
 pub mod select;

@@ -28,12 +28,12 @@ use rustls_pki_types::CertificateDer;
 
 use crate::auth::bind::{simple, MAX_BIND_DN_BYTES};
 use crate::auth::confidentiality;
-use crate::auth::password::gate;
 use crate::client::Client;
 use crate::config::{ExternalMap, MapSegment, RequireTls};
 use crate::directory::Directory;
 use crate::error::OpError;
 use crate::identity::Identity;
+use crate::password::gate;
 use crate::tls::subject::{escape_value, Subject};
 
 /// Longest PLAIN message read: two DNs of at most [`MAX_BIND_DN_BYTES`] and a password.

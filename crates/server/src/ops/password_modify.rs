@@ -40,11 +40,11 @@ use larch_store::{Lookup, Version, WriteTxn};
 use super::{check_target, userpassword, Target, WriteContext};
 use crate::acl::ops::OpAccess;
 use crate::acl::{Privileges, Target as AclTarget, What};
-use crate::auth::password;
 use crate::config::PasswordSettings;
 use crate::error::OpError;
 use crate::hooks::{NewState, PendingWrite, WriteKind};
 use crate::lookup::referral_above;
+use crate::password;
 
 /// The answer to a wrong or unverifiable old password, as slapd words it.
 const OLD_PASSWORD_REFUSED: &str = "unwilling to verify old password";
