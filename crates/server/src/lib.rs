@@ -26,6 +26,7 @@ pub mod accesslog;
 pub mod acl;
 pub mod auth;
 pub mod bind_throttle;
+pub mod cert_subject;
 pub mod client;
 pub mod config;
 pub mod controls;
