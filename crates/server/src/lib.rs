@@ -29,6 +29,7 @@ pub mod bind_throttle;
 pub mod cert_subject;
 pub mod client;
 pub mod config;
+pub mod config_error;
 pub mod controls;
 pub mod directory;
 pub mod dse;
