@@ -38,14 +38,14 @@ use larch_store::{OpenReport, Store, StoreError, StoreReader};
 use crate::accesslog::AccessLog;
 use crate::acl::AccessRules;
 use crate::auditlog::AuditLog;
-use crate::auth::password;
-use crate::auth::throttle::BindThrottle;
+use crate::bind_throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
 use crate::hooks::WriteHooks;
+use crate::lookup::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
 use crate::outcome::Observers;
-use crate::search::class::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
+use crate::password;
 use crate::tls::{TlsError, TlsState};
 
 /// The server ID in CSNs (`sid`); 0 until replication gives servers their own.

@@ -23,7 +23,6 @@ use larch_model::dn::NormDn;
 use larch_proto::exop::PasswordModifyRequest;
 use larch_proto::{Authentication, BindRequest, ModifyOperation, ResultCode};
 use larch_server::auth::bind::{bind, stage, Staged};
-use larch_server::auth::password::{self, verify};
 use larch_server::client::Client;
 use larch_server::config::{DefaultScheme, PasswordSettings, ServerConfig};
 use larch_server::controls::{OpKind, RequestControls};
@@ -35,6 +34,7 @@ use larch_server::ops::{
     apply_add, apply_modify, apply_password_modify, prepare_add, prepare_modify, prepare_password_modify,
     WriteContext,
 };
+use larch_server::password::{self, verify};
 use proptest::prelude::*;
 
 // ------------------------------------------------------------------------------ vectors

@@ -491,7 +491,7 @@ fn certificate_subjects_in_rfc4514_form() {
             ..LeafSpec::default()
         },
     );
-    let s = larch_server::tls::subject::Subject::from_certificate(&l.der).unwrap();
+    let s = larch_server::cert_subject::Subject::from_certificate(&l.der).unwrap();
     assert_eq!(
         s.to_rfc4514(),
         "CN=\\#Jane \\+ Doe\\ ,OU=people,O=Société\\, Générale,C=FR"
@@ -501,7 +501,7 @@ fn certificate_subjects_in_rfc4514_form() {
         sasl::map_subject(&map, &s).unwrap(),
         "uid=\\#Jane \\+ Doe\\ ,o=Société\\, Générale,dc=example,dc=com"
     );
-    assert!(larch_server::tls::subject::Subject::from_certificate(b"not a certificate").is_err());
+    assert!(larch_server::cert_subject::Subject::from_certificate(b"not a certificate").is_err());
 }
 
 struct Fx {

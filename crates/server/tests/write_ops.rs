@@ -27,7 +27,8 @@ use larch_server::controls::{OpKind, RequestControls, ResponseControl};
 use larch_server::directory::Directory;
 use larch_server::error::OpError;
 use larch_server::hooks::{
-    AppliedWrite, NewState, OperationalAttributes, PendingWrite, WriteHook, WriteHooks, WriteKind,
+    AppliedWrite, HookContext, NewState, OperationalAttributes, PendingWrite, WriteHook, WriteHooks,
+    WriteKind,
 };
 use larch_server::identity::Identity;
 use larch_server::ops::{
@@ -1754,9 +1755,9 @@ impl WriteHook for Refuser {
         &self,
         write: &mut PendingWrite,
         version: &larch_store::Version,
-        ctx: &WriteContext<'_>,
+        ctx: &HookContext<'_>,
     ) -> Result<(), OpError> {
-        let schema = &ctx.dir.schema;
+        let schema = ctx.schema;
         let desc = schema.attribute_type("description").unwrap().id;
         let cn = schema.attribute_type("cn").unwrap().id;
         let refuse = || {
@@ -1808,12 +1809,12 @@ impl WriteHook for Journal {
         &self,
         write: &AppliedWrite<'_>,
         txn: &mut WriteTxn<'_>,
-        ctx: &WriteContext<'_>,
+        ctx: &HookContext<'_>,
     ) -> Result<(), OpError> {
         if write.kind != WriteKind::Modify {
             return Ok(());
         }
-        let schema = &*ctx.dir.schema;
+        let schema = ctx.schema;
         let desc = schema.attribute_type("description").unwrap().id;
         let (_, journal) = NormDn::parse(b"cn=journal,dc=example,dc=com", schema).unwrap();
         let dn = txn.version().dn(write.id);

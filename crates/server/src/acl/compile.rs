@@ -21,10 +21,10 @@ use larch_proto::{Filter, FilterNode, OwnedFilter};
 use super::eval::{outcomes, View};
 use super::group::MAX_ACCESS_GROUPS;
 use super::rule::{AttrSet, Clause, Rule, TypeSet, Who};
+use super::written::{AccessConfig, WhoConfig};
 use super::{default_policy, AccessRules};
 use crate::client::Client;
-use crate::config::access::{AccessConfig, WhoConfig};
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 use crate::identity::Identity;
 
 impl AccessRules {

@@ -9,7 +9,7 @@
 //!
 //! The admin may do everything, as with any rule set.
 
-use crate::config::access::{self, AccessConfig};
+use super::written::{self, AccessConfig};
 
 /// The default policy in the rule language (the `[[access]]` tables of `larch.toml`).
 pub const DEFAULT_POLICY: &str = r#"[[access]]
@@ -33,7 +33,7 @@ pub fn default_policy() -> AccessConfig {
     }
     // The text is a constant a test parses; failing here would be a build defect.
     let parsed: Result<Policy, _> = toml::from_str(DEFAULT_POLICY);
-    match parsed.ok().map(|p| access::parse(Some(p.access), None)) {
+    match parsed.ok().map(|p| written::parse(Some(p.access), None)) {
         Some(Ok(c)) => c,
         _ => AccessConfig::default(),
     }

@@ -1,11 +1,11 @@
 //! Access control: who may do what to which entries and attributes, with OpenLDAP's
 //! `access to <what> by <who> <access>` semantics (`slapd.access(5)`).
 //!
-//! The rules come from `[[access]]` in `larch.toml` (read by [`crate::config::access`]),
-//! or, when there are none, from the built-in default policy ([`default_policy`]). They
-//! are compiled once at load ([`AccessRules::compile`]): DNs normalized, attribute names
-//! resolved to types (subtypes included), filters compiled; every error names the rule's
-//! index and key.
+//! The rules come from `[[access]]` in `larch.toml` (read by [`written`] for the
+//! configuration), or, when there are none, from the built-in default policy
+//! ([`default_policy`]). They are compiled once at load ([`AccessRules::compile`]): DNs
+//! normalized, attribute names resolved to types (subtypes included), filters compiled;
+//! every error names the rule's index and key.
 //!
 //! How a check is decided (`acl::entry`), for a requester, an entry and a *what* (an
 //! attribute type, or the pseudo-attributes `entry` and `children`):
@@ -27,10 +27,10 @@
 //! policy looks at a bit per attribute and allocates nothing per entry. Per entry only what
 //! depends on it is done: a DN suffix test, a rule's filter, the `self` comparison.
 //!
-//! Modules: `rule` (the model: privileges, scopes, who, rules), `compile`, `eval`
-//! (requesters and masks), `entry` (per-entry checks and DN tests), `group` (bounded
-//! membership), `default` (the default policy), `proxy` (RFC 4370), `ops` (the checks each
-//! operation makes, with their refusals).
+//! Modules: `rule` (the model: privileges, scopes, who, rules), `written` (the rules as
+//! written, read from TOML), `compile`, `eval` (requesters and masks), `entry` (per-entry
+//! checks and DN tests), `group` (bounded membership), `default` (the default policy),
+//! `proxy` (RFC 4370), `ops` (the checks each operation makes, with their refusals).
 
 mod compile;
 mod default;
@@ -40,6 +40,7 @@ mod group;
 pub mod ops;
 pub mod proxy;
 pub mod rule;
+pub mod written;
 
 use larch_model::dn::NormDn;
 use larch_model::schema::AttributeTypeId;

@@ -27,21 +27,21 @@
 //! identity to take on success). The connection runs it inline when every stored value is
 //! cheap ({SSHA} and the other digests) and on a blocking thread otherwise (argon2, PBKDF2,
 //! crypt; [`PasswordCheck::is_slow`]), after the failed-bind throttle
-//! ([`crate::auth::throttle`]) has had its say. [`bind`] does both steps inline.
+//! ([`crate::bind_throttle`]) has had its say. [`bind`] does both steps inline.
 
 use larch_model::dn::NormDn;
 use larch_proto::{Authentication, BindRequest, ResultCode};
 use larch_store::{EntryId, Version};
-
-use crate::search::LastBase;
 use rustls_pki_types::CertificateDer;
 
-use crate::auth::{confidentiality, password, sasl};
+use super::{confidentiality, sasl};
 use crate::client::Client;
 use crate::config::PasswordSettings;
 use crate::directory::Directory;
 use crate::error::OpError;
 use crate::identity::Identity;
+use crate::lookup::LastBase;
+use crate::password;
 
 /// Longest bind DN looked at; a longer one cannot name an entry the store accepts.
 pub const MAX_BIND_DN_BYTES: usize = 16 * 1024;

@@ -1,9 +1,11 @@
-//! Authentication: the Bind decisions ([`bind`]), the userPassword storage schemes
-//! ([`password`]), SASL mechanisms ([`sasl`]), the confidentiality policy
-//! ([`confidentiality`]) and the failed-bind throttle ([`throttle`]).
+//! Authentication: the Bind decisions ([`bind`]), SASL mechanisms ([`sasl`]) and the
+//! confidentiality policy ([`confidentiality`]). What the directory itself holds for them
+//! lives below it: the userPassword storage schemes ([`crate::password`]) and the
+//! failed-bind throttle ([`crate::bind_throttle`]).
 
 pub mod bind;
 pub mod confidentiality;
-pub mod password;
 pub mod sasl;
-pub mod throttle;
+
+/// The userPassword schemes, also at the path they had when they lived here.
+pub use crate::password;

@@ -28,13 +28,13 @@ use rustls_pki_types::CertificateDer;
 
 use crate::auth::bind::{simple, MAX_BIND_DN_BYTES};
 use crate::auth::confidentiality;
-use crate::auth::password::gate;
+use crate::cert_subject::{escape_value, Subject};
 use crate::client::Client;
 use crate::config::{ExternalMap, MapSegment, RequireTls};
 use crate::directory::Directory;
 use crate::error::OpError;
 use crate::identity::Identity;
-use crate::tls::subject::{escape_value, Subject};
+use crate::password::gate;
 
 /// Longest PLAIN message read: two DNs of at most [`MAX_BIND_DN_BYTES`] and a password.
 /// RFC 4616 allows 255 octets per field; DNs are often longer, so more is accepted.
@@ -320,7 +320,7 @@ fn may_proxy(dir: &Directory, authenticated: &Identity, client: &Client) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tls::subject::SubjectAttribute;
+    use crate::cert_subject::SubjectAttribute;
 
     #[test]
     fn plain_messages() {

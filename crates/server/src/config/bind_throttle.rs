@@ -1,6 +1,6 @@
 //! `[bind_throttle]`: slowing down password guessing from one client address.
 //!
-//! Keys (the behaviour is described in [`crate::auth::throttle`]):
+//! Keys (the behaviour is described in [`crate::bind_throttle`]):
 //! - `enabled` (true);
 //! - `max_failures` (5): failed binds from one address, each less than `window` after the
 //!   previous one, before its binds are held back;

@@ -9,7 +9,7 @@
 //!   never matches, and the bind fails as for a wrong password.
 //!
 //! The table is read into [`PasswordSettings`]; the hashing and checking themselves are in
-//! [`crate::auth::password`].
+//! [`crate::password`].
 
 use serde::Deserialize;
 

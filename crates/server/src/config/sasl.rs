@@ -8,7 +8,7 @@
 //!   `"uid={CN},ou=people,dc=example,dc=com"`, whose `{ATTR}` placeholders are filled with
 //!   the values of that attribute in the subject (the most specific RDN's when it occurs
 //!   more than once), escaped per RFC 4514 so a value cannot add RDNs. Placeholders are
-//!   the attribute names of [`crate::tls::subject::ATTRIBUTE_NAMES`] (any case) or a
+//!   the attribute names of [`crate::cert_subject::ATTRIBUTE_NAMES`] (any case) or a
 //!   dotted OID.
 //!
 //! A template is parsed here into [`MapSegment`]s; it must hold at least one placeholder,
@@ -18,7 +18,7 @@ use larch_model::dn::Dn;
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::tls::subject;
+use crate::cert_subject as subject;
 
 /// Longest `external_map` template accepted: a DN template is a line, not a document.
 pub const MAX_EXTERNAL_MAP_BYTES: usize = 4096;

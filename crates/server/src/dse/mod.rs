@@ -20,7 +20,7 @@ use larch_model::filter::CompiledFilter;
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_proto::SeqOf;
 
-use crate::search::{write_partial_attribute, Selection};
+use crate::select::{write_partial_attribute, Selection};
 
 /// The extended operations the server implements, as the root DSE publishes them
 /// (`supportedExtension`): Who am I? (RFC 4532), Cancel (RFC 3909) and Password Modify

@@ -39,11 +39,14 @@ use std::sync::Arc;
 
 use larch_model::entry::check::CheckedEntry;
 use larch_model::entry::{Entry, StoredEntry};
+use larch_model::schema::Schema;
 use larch_store::{EntryId, Version, WriteTxn};
 
+use crate::client::Client;
 use crate::error::OpError;
-use crate::opattrs::OpStamp;
-use crate::ops::WriteContext;
+use crate::identity::Identity;
+use crate::opattrs::csn::CsnGenerator;
+use crate::opattrs::{OpStamp, OperationalTypes};
 
 pub use opattrs::OperationalAttributes;
 
@@ -118,6 +121,24 @@ impl NewState {
     }
 }
 
+/// What a hook is told about a write besides its state: the parts of the directory hooks
+/// read, and who makes the write. The operation builds it (`crate::ops::WriteContext`);
+/// hooks know neither the directory nor the operations, so that the directory can hold the
+/// hook table.
+#[derive(Debug, Clone, Copy)]
+pub struct HookContext<'a> {
+    /// The schema.
+    pub schema: &'a Schema,
+    /// The IDs of the operational attribute types.
+    pub optypes: &'a OperationalTypes,
+    /// The CSN generator the write's stamp is taken from.
+    pub csn: &'a CsnGenerator,
+    /// The identity the operation runs as (after proxied authorization).
+    pub identity: &'a Identity,
+    /// The client at the other end of the connection.
+    pub client: &'a Client,
+}
+
 /// A write between its new state and its commit.
 #[derive(Debug)]
 pub struct PendingWrite {
@@ -131,11 +152,11 @@ pub struct PendingWrite {
 
 impl PendingWrite {
     /// A write of `kind` doing `state`, stamped now from `ctx`'s CSN generator.
-    pub fn new(kind: WriteKind, state: NewState, ctx: &WriteContext<'_>) -> PendingWrite {
+    pub fn new(kind: WriteKind, state: NewState, ctx: &HookContext<'_>) -> PendingWrite {
         PendingWrite {
             kind,
             state,
-            stamp: OpStamp::now(&ctx.dir.csn),
+            stamp: OpStamp::now(ctx.csn),
         }
     }
 }
@@ -165,7 +186,7 @@ pub trait WriteHook: Send + Sync + std::fmt::Debug {
         &self,
         _write: &mut PendingWrite,
         _version: &Version,
-        _ctx: &WriteContext<'_>,
+        _ctx: &HookContext<'_>,
     ) -> Result<(), OpError> {
         Ok(())
     }
@@ -182,7 +203,7 @@ pub trait WriteHook: Send + Sync + std::fmt::Debug {
         &self,
         _write: &AppliedWrite<'_>,
         _txn: &mut WriteTxn<'_>,
-        _ctx: &WriteContext<'_>,
+        _ctx: &HookContext<'_>,
     ) -> Result<(), OpError> {
         Ok(())
     }
@@ -221,7 +242,7 @@ impl WriteHooks {
         &self,
         write: &mut PendingWrite,
         version: &Version,
-        ctx: &WriteContext<'_>,
+        ctx: &HookContext<'_>,
     ) -> Result<(), OpError> {
         for hook in &self.list {
             hook.before_change(write, version, ctx)?;
@@ -235,7 +256,7 @@ impl WriteHooks {
         &self,
         txn: &mut WriteTxn<'_>,
         write: &PendingWrite,
-        ctx: &WriteContext<'_>,
+        ctx: &HookContext<'_>,
     ) -> Result<EntryId, OpError> {
         let savepoint = (self.changes_others || write.state.changes() > 1).then(|| txn.savepoint());
         let made = self.make(txn, write, ctx);
@@ -254,7 +275,7 @@ impl WriteHooks {
         &self,
         txn: &mut WriteTxn<'_>,
         write: &PendingWrite,
-        ctx: &WriteContext<'_>,
+        ctx: &HookContext<'_>,
     ) -> Result<EntryId, OpError> {
         let id = apply(txn, &write.state)?;
         if self.changes_others {

@@ -12,10 +12,9 @@
 
 use larch_store::Version;
 
-use super::{NewState, PendingWrite, WriteHook};
+use super::{HookContext, NewState, PendingWrite, WriteHook};
 use crate::error::OpError;
 use crate::opattrs::{on_add, on_delete, on_modify};
-use crate::ops::WriteContext;
 
 /// The operational attributes hook.
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,20 +29,19 @@ impl WriteHook for OperationalAttributes {
         &self,
         write: &mut PendingWrite,
         version: &Version,
-        ctx: &WriteContext<'_>,
+        ctx: &HookContext<'_>,
     ) -> Result<(), OpError> {
-        let dir = ctx.dir;
         let who = ctx.identity.dn();
         let stamp = &write.stamp;
         match &mut write.state {
-            NewState::Add { entry, checked, .. } => on_add(entry, checked, who, stamp, &dir.schema, false)?,
+            NewState::Add { entry, checked, .. } => on_add(entry, checked, who, stamp, ctx.schema, false)?,
             NewState::Modify { entry, .. } | NewState::Rename { entry, .. } => {
-                on_modify(entry, who, stamp, &dir.schema)?
+                on_modify(entry, who, stamp, ctx.schema)?
             }
             NewState::Delete { victims } => {
                 for (id, attrs) in victims.iter_mut() {
                     if let Some(e) = version.entry(*id) {
-                        *attrs = on_delete(e.attrs(), who, stamp, &dir.optypes);
+                        *attrs = on_delete(e.attrs(), who, stamp, ctx.optypes);
                     }
                 }
             }

@@ -170,8 +170,9 @@ pub fn apply_add(
         checked,
         naming_context,
     };
-    let mut write = PendingWrite::new(WriteKind::Add, state, ctx);
-    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
+    let hook_ctx = ctx.hook_context();
+    let mut write = PendingWrite::new(WriteKind::Add, state, &hook_ctx);
+    dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
     let Some(entry) = write.state.entry() else {
         return Err(OpError::new(ResultCode::OTHER, "a hook removed the entry to add"));
     };
@@ -202,7 +203,7 @@ pub fn apply_add(
         }
     }
     access.check_add(version, entry, naming_context)?;
-    let id = dir.hooks.commit(txn, &write, ctx)?;
+    let id = dir.hooks.commit(txn, &write, &hook_ctx)?;
     Ok(reads
         .post_read(txn.version(), id, &dir.optypes, &access)?
         .into_iter()

@@ -128,8 +128,9 @@ pub fn apply_delete(
         .into_iter()
         .collect();
     let victims = victims.into_iter().map(|v| (v, StoredEntry::default())).collect();
-    let mut write = PendingWrite::new(WriteKind::Delete, NewState::Delete { victims }, ctx);
-    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
-    dir.hooks.commit(txn, &write, ctx)?;
+    let hook_ctx = ctx.hook_context();
+    let mut write = PendingWrite::new(WriteKind::Delete, NewState::Delete { victims }, &hook_ctx);
+    dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
+    dir.hooks.commit(txn, &write, &hook_ctx)?;
     Ok(controls)
 }

@@ -64,6 +64,7 @@ use crate::acl::ops::OpAccess;
 use crate::client::Client;
 use crate::directory::Directory;
 use crate::error::OpError;
+use crate::hooks::HookContext;
 use crate::identity::Identity;
 use crate::opattrs::SUBSCHEMA_SUBENTRY_DN;
 
@@ -79,6 +80,17 @@ pub struct WriteContext<'a> {
 }
 
 impl WriteContext<'_> {
+    /// What the write hooks are told of this context ([`HookContext`]).
+    pub fn hook_context(&self) -> HookContext<'_> {
+        HookContext {
+            schema: &self.dir.schema,
+            optypes: &self.dir.optypes,
+            csn: &self.dir.csn,
+            identity: self.identity,
+            client: self.client,
+        }
+    }
+
     /// The access checks of this context's requester on `version`.
     pub(crate) fn access<'v>(&'v self, version: &Version) -> OpAccess<'v> {
         OpAccess::new(&self.dir.acl, self.identity, self.client, version)

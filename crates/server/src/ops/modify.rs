@@ -138,9 +138,10 @@ pub fn apply_modify(
         internal: false,
     };
     apply_changes(&mut entry, changes, schema, options)?;
-    let mut write = PendingWrite::new(WriteKind::Modify, NewState::Modify { id, entry }, ctx);
-    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
-    dir.hooks.commit(txn, &write, ctx)?;
+    let hook_ctx = ctx.hook_context();
+    let mut write = PendingWrite::new(WriteKind::Modify, NewState::Modify { id, entry }, &hook_ctx);
+    dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
+    dir.hooks.commit(txn, &write, &hook_ctx)?;
     controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes, &access)?);
     Ok(controls)
 }

@@ -281,9 +281,10 @@ pub fn apply_modify_dn(
         entry,
         naming_context: op.naming_context,
     };
-    let mut write = PendingWrite::new(WriteKind::ModifyDn, state, ctx);
-    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
-    dir.hooks.commit(txn, &write, ctx)?;
+    let hook_ctx = ctx.hook_context();
+    let mut write = PendingWrite::new(WriteKind::ModifyDn, state, &hook_ctx);
+    dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
+    dir.hooks.commit(txn, &write, &hook_ctx)?;
     controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes, &access)?);
     Ok(controls)
 }

@@ -40,11 +40,11 @@ use larch_store::{Lookup, Version, WriteTxn};
 use super::{check_target, userpassword, Target, WriteContext};
 use crate::acl::ops::OpAccess;
 use crate::acl::{Privileges, Target as AclTarget, What};
-use crate::auth::password;
 use crate::config::PasswordSettings;
 use crate::error::OpError;
 use crate::hooks::{NewState, PendingWrite, WriteKind};
-use crate::search::referral::referral_above;
+use crate::lookup::referral_above;
+use crate::password;
 
 /// The answer to a wrong or unverifiable old password, as slapd words it.
 const OLD_PASSWORD_REFUSED: &str = "unwilling to verify old password";
@@ -149,7 +149,7 @@ pub fn prepare_password_modify(
     }
     check_target(dir, &norm, &shown, Target::Modify)?;
     if !manage_dsa_it {
-        if let Some(e) = referral_above(ctx.dir, version, &norm, &shown) {
+        if let Some(e) = referral_above(version, ctx.dir.referral_class.as_ref(), &norm, &shown) {
             return Err(e);
         }
     }
@@ -255,8 +255,13 @@ pub fn apply_password_modify(
     let mut entry = Entry::from_stored(dn, op.norm, view.attrs());
     entry.set_values(dir.user_password, &Options::none(), vec![op.hashed]);
     check_entry(&entry, schema)?;
-    let mut write = PendingWrite::new(WriteKind::PasswordModify, NewState::Modify { id, entry }, ctx);
-    dir.hooks.before_change(&mut write, txn.version(), ctx)?;
-    dir.hooks.commit(txn, &write, ctx)?;
+    let hook_ctx = ctx.hook_context();
+    let mut write = PendingWrite::new(
+        WriteKind::PasswordModify,
+        NewState::Modify { id, entry },
+        &hook_ctx,
+    );
+    dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
+    dir.hooks.commit(txn, &write, &hook_ctx)?;
     Ok(())
 }

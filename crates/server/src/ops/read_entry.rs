@@ -24,7 +24,7 @@ use crate::acl::{Privileges, Target, What};
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::opattrs::OperationalTypes;
-use crate::search::Selection;
+use crate::select::Selection;
 
 /// The attribute lists of an operation's read controls, owned.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -29,9 +29,9 @@ use larch_proto::ber::Writer;
 use larch_proto::{Change, ModifyOperation, PartialAttribute, ResultCode, SeqOf};
 
 use super::WriteContext;
-use crate::auth::password::{self, gate};
 use crate::config::{DefaultScheme, PasswordSettings};
 use crate::error::OpError;
+use crate::password::{self, gate};
 
 /// True when hashing with `settings.default_scheme` is slow (argon2id, PBKDF2).
 pub(crate) fn hashing_is_slow(settings: &PasswordSettings) -> bool {

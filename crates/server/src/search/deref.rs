@@ -19,9 +19,9 @@ use larch_model::dn::NormDn;
 use larch_proto::{ResultCode, SearchScope};
 use larch_store::{EntryId, Lookup, Version};
 
-use super::class::ClassSet;
 use super::scope::in_scope;
 use crate::error::OpError;
+use crate::lookup::class::ClassSet;
 
 /// Longest chain of aliases followed (an alias naming an alias naming ...): RFC 4512 puts
 /// no bound, OpenLDAP's default `max_deref_depth` is 15; real chains have one link.

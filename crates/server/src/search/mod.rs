@@ -35,23 +35,18 @@
 //! lookthrough limit it puts on unindexed searches.
 
 mod access;
-pub mod class;
 pub mod deref;
-mod last_base;
 pub mod paged;
 mod planner;
 pub mod referral;
 pub mod run;
 mod scope;
-mod select;
 pub mod sort;
 mod walk;
 
 pub use planner::{plan, Candidates, Plan, MAX_DESCRIPTION_LEN};
 pub use scope::{candidates_in_scope, in_scope, ScopeIter};
-pub use select::{write_partial_attribute, Selection, MAX_SELECTED};
 
-pub use last_base::{LastBase, MAX_CACHED_BASE};
 pub use paged::{PagedSearches, MAX_PAGED_SEARCHES};
 pub use referral::referral_above;
 pub use run::{prepare, PreparedSearch, SearchContext};

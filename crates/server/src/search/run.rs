@@ -23,7 +23,7 @@
 //!    Larch holds all its naming contexts in one store, so it searches them all;
 //! 5. otherwise the base is looked up, following aliases for `derefFindingBaseObj` and
 //!    `derefAlways` (`deref`); without ManageDsaIT, a base at or below a referral entry
-//!    gets `referral` (10) (`referral`); a missing base gets `noSuchObject` (32) with the
+//!    gets `referral` (10) (`crate::lookup::referral`); a missing base gets `noSuchObject` (32) with the
 //!    deepest existing ancestor as matchedDN (only when the requester has `disclose` on
 //!    it); a base the requester may not `search` gets `noSuchObject`, or
 //!    `insufficientAccessRights` (50) when it has `disclose` (access control, decided for
@@ -79,25 +79,27 @@ use larch_store::idset::IdSet;
 use larch_store::{EntryId, Version};
 
 use super::access::{FilterCache, SearchAccess};
-use super::class::{nearest_in_class, ClassSet};
 use super::deref::{alias_scopes, deref_base, BaseLookup};
-use super::paged::{request_hash, PagedSearches};
-use super::referral::{continuation_uris, referral_error};
+use super::paged::{request_hash, Continued, PagedSearches};
+use super::referral::continuation_uris;
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
 use super::walk::{Candidates, Progress, SetSource, Source, Walker};
-use super::{plan, Candidates as Planned, LastBase, Selection};
-use crate::acl::{AccessRules, EntryAccess, Privileges, Target, What};
+use super::{plan, Candidates as Planned};
+use crate::acl::{AccessRules, EntryAccess, Privileges, Requester, Target, What};
 use crate::client::Client;
 use crate::controls::{RequestControls, ResponseControl};
 use crate::directory::Directory;
 use crate::dse::root::root_dse;
 use crate::dse::subschema::subschema_entry;
-use crate::dse::DseEntry;
 use crate::error::OpError;
 use crate::identity::Identity;
+use crate::lookup::class::{nearest_in_class, ClassSet};
+use crate::lookup::referral::referral_error;
+use crate::lookup::LastBase;
 use crate::opattrs::{OperationalTypes, SUBSCHEMA_SUBENTRY_DN};
 use crate::outcome::{Reply, SearchNotes};
 use crate::response::{write_message, ResponseSink};
+use crate::select::Selection;
 
 /// A search that examines at most this many candidates is small: the connection runs it
 /// inline, since handing it to a worker thread would cost more than running it.
@@ -301,7 +303,8 @@ pub fn prepare(
 ) -> Result<PreparedSearch, OpError> {
     let e = match prepare_search(ctx, req, controls, paged) {
         Ok(p) => return Ok(p),
-        Err(e) => e,
+        Err(Settled::Answer(p)) => return Ok(*p),
+        Err(Settled::Fail(e)) => e,
     };
     let paging = controls
         .paged
@@ -320,49 +323,156 @@ pub fn prepare(
     Ok(fixed(None, Err(e), response))
 }
 
+/// How preparing ends before a walk of the directory: the search is answered at once (the
+/// root DSE, the subschema subentry, an abandoned paged search, a critical sort control
+/// that cannot be honoured), or it failed. Each step returns it as its `Err`, so that
+/// [`prepare_search`] reads as the list of steps.
+enum Settled {
+    /// The answer, with its response controls (boxed, so that every step's `Result` stays
+    /// small).
+    Answer(Box<PreparedSearch>),
+    /// The search's result; [`prepare`] adds the response controls.
+    Fail(OpError),
+}
+
+impl From<OpError> for Settled {
+    fn from(e: OpError) -> Settled {
+        Settled::Fail(e)
+    }
+}
+
+/// The steps of the module documentation, in order.
 fn prepare_search(
     ctx: &SearchContext<'_>,
     req: &SearchRequest<'_>,
     controls: &RequestControls<'_>,
     paged: &Mutex<PagedSearches>,
-) -> Result<PreparedSearch, OpError> {
+) -> Result<PreparedSearch, Settled> {
     let dir = ctx.dir;
     let started = Instant::now();
-    let admin = ctx.identity.is_admin();
-    let sort_req = controls.sort.as_ref();
-
-    // Step 1: paging.
-    let mut paging = None;
-    let mut continued = None;
-    if let Some((p, _)) = &controls.paged {
-        let hash = request_hash(req, sort_req.map(|(s, _)| s));
-        if !p.cookie.is_empty() {
-            if p.size == 0 {
-                lock(paged).abandon(p.cookie, hash)?;
-                return Ok(fixed(None, Ok(()), vec![paged_control(0, &[])]));
-            }
-            continued = Some(lock(paged).take(p.cookie, hash)?);
-            paging = Some(PagedRun {
-                size: p.size as usize,
-                hash,
-            });
-        } else if req.size_limit == 0 || p.size < req.size_limit {
-            paging = Some(PagedRun {
-                size: p.size as usize,
-                hash,
-            });
-        }
-    }
-    let version = match &continued {
+    let page = paging(req, controls, paged)?;
+    let version = match &page.continued {
         Some(c) => c.version.clone(),
         None => ctx.version.clone(),
     };
     let v = &*version;
-    let schema = v.schema();
     let requester = dir.acl.requester(ctx.identity, ctx.client, v);
+    let mut request = resolve_request(ctx, v, req, controls, &requester, page.run)?;
+    answer_dse(dir, v, req, &request, page.run)?;
+    let classes = Classes::new(dir, v, req, controls);
+    let base_id = if request.base.is_root() {
+        empty_base(dir, v, &request)?
+    } else {
+        let (id, mut base_access) = find_base(dir, v, req, &request, &classes, &requester)?;
+        check_assertion(v, id, request.assertion.as_ref(), &mut base_access)?;
+        id
+    };
+    let (candidates, indexed) = candidates(v, req, classes.referrals.as_ref(), page.continued.is_some());
+    let limits = limits(ctx, v, req, base_id, indexed, page.continued.as_ref(), &classes)?;
 
-    // Step 2: base, attributes, filter, sort keys.
-    let base_norm = match ctx.last_base {
+    let access = SearchAccess::new(&dir.acl, requester, &mut request.filter, v.schema());
+    let search = WalkSearch {
+        version: version.clone(),
+        needs_dn: request.filter.needs_dn(),
+        filter: request.filter,
+        selection: request.selection,
+        types_only: req.types_only,
+        request_scope: req.scope,
+        first_scope: (base_id, req.scope),
+        candidates,
+        aliases: if classes.searching { classes.aliases } else { None },
+        keep_alias: (classes.searching && !classes.finding).then_some(base_id),
+        referrals: classes.referrals,
+        size_limit: limits.size,
+        time_limit: limits.time,
+        deadline: limits.time.map(|t| started + t),
+        lookthrough: limits.lookthrough,
+        sort: request.sort,
+        paged: page.run,
+        progress: page.continued.map(|c| c.progress),
+        admin: ctx.identity.is_admin(),
+        access,
+        unindexed: limits.unindexed,
+    };
+    Ok(PreparedSearch {
+        kind: Kind::Walk(Box::new(search)),
+    })
+}
+
+/// What step 1 finds of the Simple Paged Results control.
+struct Paging {
+    /// The page size and the request's hash; `None` without the control, or with a page
+    /// size not below the request's own size limit.
+    run: Option<PagedRun>,
+    /// The search a cookie continues, with the version its first page read.
+    continued: Option<Continued>,
+}
+
+/// Step 1, paging: a cookie continues a kept search (size 0 with a cookie abandons it,
+/// answered at once); a first page's size counts only below the request's size limit.
+fn paging(
+    req: &SearchRequest<'_>,
+    controls: &RequestControls<'_>,
+    paged: &Mutex<PagedSearches>,
+) -> Result<Paging, Settled> {
+    let mut out = Paging {
+        run: None,
+        continued: None,
+    };
+    let Some((p, _)) = &controls.paged else {
+        return Ok(out);
+    };
+    let hash = request_hash(req, controls.sort.as_ref().map(|(s, _)| s));
+    if !p.cookie.is_empty() {
+        if p.size == 0 {
+            lock(paged).abandon(p.cookie, hash)?;
+            return Err(Settled::Answer(Box::new(fixed(
+                None,
+                Ok(()),
+                vec![paged_control(0, &[])],
+            ))));
+        }
+        out.continued = Some(lock(paged).take(p.cookie, hash)?);
+        out.run = Some(PagedRun {
+            size: p.size as usize,
+            hash,
+        });
+    } else if req.size_limit == 0 || p.size < req.size_limit {
+        out.run = Some(PagedRun {
+            size: p.size as usize,
+            hash,
+        });
+    }
+    Ok(out)
+}
+
+/// The request resolved against the schema (step 2).
+struct Resolved {
+    /// The base, normalized.
+    base: NormDn,
+    selection: Selection,
+    filter: CompiledFilter,
+    /// The sort keys, or why the (non-critical) sort is not done.
+    sort: Option<Result<Vec<SortKeySpec>, SortFailure>>,
+    /// The Assertion control's filter.
+    assertion: Option<CompiledFilter>,
+}
+
+/// Step 2, base, attributes, filter and sort keys: the base normalized (through the
+/// connection's last base), the attribute list, the filter and the assertion compiled
+/// once, the sort keys resolved with the types the requester may search; a critical sort
+/// control that cannot be honoured is answered at once.
+fn resolve_request(
+    ctx: &SearchContext<'_>,
+    v: &Version,
+    req: &SearchRequest<'_>,
+    controls: &RequestControls<'_>,
+    requester: &Requester,
+    paging: Option<PagedRun>,
+) -> Result<Resolved, Settled> {
+    let dir = ctx.dir;
+    let schema = v.schema();
+    let base = match ctx.last_base {
         Some(cache) => cache.normalize(req.base, schema),
         None => NormDn::from_text(req.base, schema),
     }
@@ -373,9 +483,8 @@ fn prepare_search(
         )
     })?;
     let selection = Selection::parse(req.attributes, schema, &dir.optypes);
-    let mut filter = CompiledFilter::compile(req.filter, schema);
-    let paged_done = |cookie: &[u8]| paging.map(|_| paged_control(0, cookie));
-    let sort = match sort_req {
+    let filter = CompiledFilter::compile(req.filter, schema);
+    let sort = match &controls.sort {
         None => None,
         Some((s, critical)) => match sort::parse_keys(s, schema, &|t| {
             requester.uniform(&dir.acl, What::Attribute(t), Privileges::SEARCH)
@@ -383,160 +492,261 @@ fn prepare_search(
             Ok(keys) => Some(Ok(keys)),
             Err(f) if *critical => {
                 let mut controls = vec![sort_control(f.code, f.attribute.as_deref())];
-                controls.extend(paged_done(&[]));
+                controls.extend(paged_done(paging));
                 let e = OpError::new(
                     ResultCode::UNAVAILABLE_CRITICAL_EXTENSION,
                     format!("critical sort control cannot be honoured: {}", f.message),
                 );
-                return Ok(fixed(None, Err(e), controls));
+                return Err(Settled::Answer(Box::new(fixed(None, Err(e), controls))));
             }
             Err(f) => Some(Err(f)),
         },
     };
     let assertion = controls.assertion.map(|f| CompiledFilter::compile(f, schema));
-    let assertion_failed = |dn: &str| {
-        OpError::new(
-            ResultCode::ASSERTION_FAILED,
-            format!("the base entry `{dn}` does not match the assertion control's filter"),
-        )
-    };
+    Ok(Resolved {
+        base,
+        selection,
+        filter,
+        sort,
+        assertion,
+    })
+}
 
-    // Step 3: the root DSE and the subschema subentry.
-    let dse: Option<(Arc<DseEntry>, bool)> = if base_norm.is_root() && req.scope == SearchScope::Base {
-        Some((Arc::new(root_dse(dir)), true))
-    } else if base_norm.depth() == 1
-        && NormDn::from_text(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|n| n == base_norm)
+/// Step 3, the root DSE (the empty base with scope base) and the subschema subentry (the
+/// one entry in scope base or subtree of `cn=Subschema`): answered at once, after the
+/// assertion; any other base goes on.
+fn answer_dse(
+    dir: &Directory,
+    v: &Version,
+    req: &SearchRequest<'_>,
+    request: &Resolved,
+    paging: Option<PagedRun>,
+) -> Result<(), Settled> {
+    let schema = v.schema();
+    let base = &request.base;
+    let (entry, in_scope) = if base.is_root() && req.scope == SearchScope::Base {
+        (Arc::new(root_dse(dir)), true)
+    } else if base.depth() == 1
+        && NormDn::from_text(SUBSCHEMA_SUBENTRY_DN.as_bytes(), schema).is_ok_and(|n| n == *base)
     {
         let in_scope = matches!(req.scope, SearchScope::Base | SearchScope::Subtree);
-        Some((subschema_entry(&v.shared().schema), in_scope))
+        (subschema_entry(&v.shared().schema), in_scope)
     } else {
-        None
+        return Ok(());
     };
-    if let Some((entry, in_scope)) = dse {
-        if let Some(a) = &assertion {
-            if !entry.matches(a, schema) {
-                return Err(assertion_failed(&entry.dn));
-            }
-        }
-        let answer = (in_scope && entry.matches(&filter, schema)).then(|| {
-            let mut attrs = Vec::new();
-            entry.write_attributes(&selection, req.attributes, schema, req.types_only, &mut attrs);
-            (entry.dn.clone(), attrs)
-        });
-        let mut controls: Vec<ResponseControl> =
-            sort_response(&sort, ResultCode::SUCCESS).into_iter().collect();
-        controls.extend(paged_done(&[]));
-        return Ok(fixed(answer, Ok(()), controls));
-    }
-
-    // Steps 4 and 5: the base.
-    let referrals = if controls.manage_dsa_it {
-        None
-    } else {
-        ClassSet::new(v, dir.referral_class.as_ref())
-    };
-    let finding = matches!(
-        req.deref_aliases,
-        DerefAliases::FindingBaseObject | DerefAliases::Always
-    );
-    let searching = matches!(
-        req.deref_aliases,
-        DerefAliases::InSearching | DerefAliases::Always
-    ) && req.scope != SearchScope::Base;
-    let aliases = if finding || searching {
-        ClassSet::new(v, dir.alias_class.as_ref())
-    } else {
-        None
-    };
-    let base_id = if base_norm.is_root() {
-        if let Some(a) = &assertion {
-            let root = root_dse(dir);
-            if !root.matches(a, schema) {
-                return Err(assertion_failed(""));
-            }
-        }
-        0
-    } else {
-        // The base as text (RFC 4514, as parsed) only for an error: a found base costs no
-        // formatting.
-        let base_text = || Dn::parse(req.base).map_or_else(|_| lossy(req.base), |dn| dn.to_string());
-        match deref_base(v, aliases.as_ref(), &base_norm, finding)? {
-            BaseLookup::Missing { matched } => {
-                // The matched entry, its referral included, shows only with `disclose`.
-                let matched = matched.filter(|&m| {
-                    EntryAccess::new(&dir.acl, &requester, Target::Stored { version: v, id: m })
-                        .allows(What::Entry, Privileges::DISCLOSE)
-                });
-                if let (Some(refs), Some(m)) = (&referrals, matched) {
-                    if let Some(r) = nearest_in_class(v, refs, m, 0) {
-                        return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)));
-                    }
-                }
-                let matched_dn = matched.map(|m| v.dn(m)).unwrap_or_default();
-                return Err(OpError::no_such_object(&base_text(), matched_dn));
-            }
-            BaseLookup::Found(id) => {
-                // `search` on the base entry (as slapd asks): else noSuchObject, or
-                // insufficientAccessRights when the requester may know it exists.
-                let mut base_access =
-                    EntryAccess::new(&dir.acl, &requester, Target::Stored { version: v, id });
-                if !base_access.allows(What::Entry, Privileges::SEARCH) {
-                    return Err(if base_access.allows(What::Entry, Privileges::DISCLOSE) {
-                        OpError::new(
-                            ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
-                            format!("no search access to the base entry `{}`", base_text()),
-                        )
-                    } else {
-                        OpError::no_such_object(&base_text(), "")
-                    });
-                }
-                if let Some(refs) = &referrals {
-                    if let Some(r) = nearest_in_class(v, refs, id, 0) {
-                        return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)));
-                    }
-                }
-                // Step 6: the assertion (tested with what the requester may search).
-                if let Some(a) = &assertion {
-                    let hidden = base_access.hide_unsearchable(a, schema);
-                    let a = hidden.as_ref().unwrap_or(a);
-                    let mut scratch = Vec::new();
-                    let ok = v.entry(id).is_some_and(|e| {
-                        let dn = a
-                            .needs_dn()
-                            .then(|| Dn::parse(v.dn(id).as_bytes()).ok())
-                            .flatten();
-                        a.matches(e.attrs(), dn.as_ref(), schema, &mut scratch)
-                    });
-                    if !ok {
-                        return Err(assertion_failed(&v.dn(id)));
-                    }
-                }
-                id
-            }
-        }
-    };
-
-    // Step 7: candidates.
-    let mut indexed = true;
-    let mut candidates = None;
-    if continued.is_none() && req.scope != SearchScope::Base {
-        let p = plan(req.filter, v, schema);
-        indexed = p.is_indexed();
-        if let Planned::Set(mut set) = p.into_candidates() {
-            if let Some(refs) = referrals.as_ref().and_then(ClassSet::members) {
-                if !refs.is_empty() {
-                    set = set.union(refs);
-                }
-            }
-            candidates = Some(set);
+    if let Some(a) = &request.assertion {
+        if !entry.matches(a, schema) {
+            return Err(assertion_failed(&entry.dn).into());
         }
     }
+    let answer = (in_scope && entry.matches(&request.filter, schema)).then(|| {
+        let mut attrs = Vec::new();
+        entry.write_attributes(
+            &request.selection,
+            req.attributes,
+            schema,
+            req.types_only,
+            &mut attrs,
+        );
+        (entry.dn.clone(), attrs)
+    });
+    let mut controls: Vec<ResponseControl> = sort_response(&request.sort, ResultCode::SUCCESS)
+        .into_iter()
+        .collect();
+    controls.extend(paged_done(paging));
+    Err(Settled::Answer(Box::new(fixed(answer, Ok(()), controls))))
+}
 
-    // Step 8: limits.
-    let config = &dir.config.limits;
+/// The referral and alias entries a search meets (steps 5 and 7), and where it
+/// dereferences aliases.
+struct Classes {
+    /// Referral entries, unless ManageDsaIT.
+    referrals: Option<ClassSet>,
+    /// Aliases, when they are dereferenced at all.
+    aliases: Option<ClassSet>,
+    /// Aliases are dereferenced in finding the base.
+    finding: bool,
+    /// Aliases are dereferenced in searching (never with scope base).
+    searching: bool,
+}
+
+impl Classes {
+    fn new(dir: &Directory, v: &Version, req: &SearchRequest<'_>, controls: &RequestControls<'_>) -> Classes {
+        let referrals = if controls.manage_dsa_it {
+            None
+        } else {
+            ClassSet::new(v, dir.referral_class.as_ref())
+        };
+        let finding = matches!(
+            req.deref_aliases,
+            DerefAliases::FindingBaseObject | DerefAliases::Always
+        );
+        let searching = matches!(
+            req.deref_aliases,
+            DerefAliases::InSearching | DerefAliases::Always
+        ) && req.scope != SearchScope::Base;
+        let aliases = if finding || searching {
+            ClassSet::new(v, dir.alias_class.as_ref())
+        } else {
+            None
+        };
+        Classes {
+            referrals,
+            aliases,
+            finding,
+            searching,
+        }
+    }
+}
+
+/// Step 4, the empty base with another scope: the root above every naming context (ID 0);
+/// the assertion is tested on the root DSE.
+fn empty_base(dir: &Directory, v: &Version, request: &Resolved) -> Result<EntryId, Settled> {
+    if let Some(a) = &request.assertion {
+        let root = root_dse(dir);
+        if !root.matches(a, v.schema()) {
+            return Err(assertion_failed("").into());
+        }
+    }
+    Ok(0)
+}
+
+/// Step 5, base lookup with aliases, referrals and access: the base is looked up, through
+/// aliases when finding; a missing base gets noSuchObject with the matched DN the
+/// requester may know of (or the referral above it), a base the requester may not search
+/// noSuchObject or insufficientAccessRights, a base at or below a referral entry
+/// `referral`. Returns the base and the requester's access to it.
+fn find_base<'a>(
+    dir: &'a Directory,
+    v: &'a Version,
+    req: &SearchRequest<'_>,
+    request: &Resolved,
+    classes: &Classes,
+    requester: &'a Requester,
+) -> Result<(EntryId, EntryAccess<'a>), Settled> {
+    // The base as text (RFC 4514, as parsed) only for an error: a found base costs no
+    // formatting.
+    let base_text = || Dn::parse(req.base).map_or_else(|_| lossy(req.base), |dn| dn.to_string());
+    let id = match deref_base(v, classes.aliases.as_ref(), &request.base, classes.finding)? {
+        BaseLookup::Missing { matched } => {
+            // The matched entry, its referral included, shows only with `disclose`.
+            let matched = matched.filter(|&m| {
+                EntryAccess::new(&dir.acl, requester, Target::Stored { version: v, id: m })
+                    .allows(What::Entry, Privileges::DISCLOSE)
+            });
+            if let (Some(refs), Some(m)) = (&classes.referrals, matched) {
+                if let Some(r) = nearest_in_class(v, refs, m, 0) {
+                    return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)).into());
+                }
+            }
+            let matched_dn = matched.map(|m| v.dn(m)).unwrap_or_default();
+            return Err(OpError::no_such_object(&base_text(), matched_dn).into());
+        }
+        BaseLookup::Found(id) => id,
+    };
+    // `search` on the base entry (as slapd asks): else noSuchObject, or
+    // insufficientAccessRights when the requester may know it exists.
+    let mut base_access = EntryAccess::new(&dir.acl, requester, Target::Stored { version: v, id });
+    if !base_access.allows(What::Entry, Privileges::SEARCH) {
+        return Err(if base_access.allows(What::Entry, Privileges::DISCLOSE) {
+            OpError::new(
+                ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
+                format!("no search access to the base entry `{}`", base_text()),
+            )
+        } else {
+            OpError::no_such_object(&base_text(), "")
+        }
+        .into());
+    }
+    if let Some(refs) = &classes.referrals {
+        if let Some(r) = nearest_in_class(v, refs, id, 0) {
+            return Err(referral_error(v, r, Some(&base_text()), Some(req.scope)).into());
+        }
+    }
+    Ok((id, base_access))
+}
+
+/// Step 6, the assertion: the base entry must match the Assertion control's filter,
+/// tested with what the requester may search on it (other types are Undefined).
+fn check_assertion(
+    v: &Version,
+    id: EntryId,
+    assertion: Option<&CompiledFilter>,
+    base_access: &mut EntryAccess<'_>,
+) -> Result<(), Settled> {
+    let Some(a) = assertion else {
+        return Ok(());
+    };
+    let schema = v.schema();
+    let hidden = base_access.hide_unsearchable(a, schema);
+    let a = hidden.as_ref().unwrap_or(a);
+    let mut scratch = Vec::new();
+    let ok = v.entry(id).is_some_and(|e| {
+        let dn = a
+            .needs_dn()
+            .then(|| Dn::parse(v.dn(id).as_bytes()).ok())
+            .flatten();
+        a.matches(e.attrs(), dn.as_ref(), schema, &mut scratch)
+    });
+    if !ok {
+        return Err(assertion_failed(&v.dn(id)).into());
+    }
+    Ok(())
+}
+
+/// Step 7, candidates: the planner's index set, with the referral entries added (`None`:
+/// the whole scope is walked), and whether the plan is indexed. A continued paged search
+/// and a base search plan nothing.
+fn candidates(
+    v: &Version,
+    req: &SearchRequest<'_>,
+    referrals: Option<&ClassSet>,
+    continued: bool,
+) -> (Option<IdSet>, bool) {
+    if continued || req.scope == SearchScope::Base {
+        return (None, true);
+    }
+    let p = plan(req.filter, v, v.schema());
+    let indexed = p.is_indexed();
+    let Planned::Set(mut set) = p.into_candidates() else {
+        return (None, indexed);
+    };
+    if let Some(refs) = referrals.and_then(ClassSet::members) {
+        if !refs.is_empty() {
+            set = set.union(refs);
+        }
+    }
+    (Some(set), indexed)
+}
+
+/// The limits of a search (step 8).
+struct Limits {
+    size: Option<usize>,
+    time: Option<Duration>,
+    /// The lookthrough limit, counted while scanning, and the filter's text for its
+    /// message.
+    lookthrough: Option<(usize, String)>,
+    /// The candidates are not (all) from an index.
+    unindexed: bool,
+}
+
+/// Step 8, limits: the client's size and time limits, capped by the configuration's except
+/// for the administrator; an unindexed search gets the lookthrough limit, refused at once
+/// when its scope is known to be larger.
+fn limits(
+    ctx: &SearchContext<'_>,
+    v: &Version,
+    req: &SearchRequest<'_>,
+    base_id: EntryId,
+    indexed: bool,
+    continued: Option<&Continued>,
+    classes: &Classes,
+) -> Result<Limits, Settled> {
+    let admin = ctx.identity.is_admin();
+    let config = &ctx.dir.config.limits;
     let client_size = (req.size_limit > 0).then_some(req.size_limit as usize);
     let client_time = (req.time_limit > 0).then(|| Duration::from_secs(u64::from(req.time_limit)));
-    let (size_limit, time_limit) = if admin {
+    let (size, time) = if admin {
         (client_size, client_time)
     } else {
         (
@@ -548,14 +758,14 @@ fn prepare_search(
         )
     };
     let mut lookthrough = None;
-    let unindexed = match &continued {
+    let unindexed = match continued {
         Some(c) => c.progress.counted,
         None => !indexed,
     };
     if !admin && unindexed && config.lookthrough_limit > 0 {
         let max = config.lookthrough_limit;
         // The scope's size where it is known without a walk (aliases may add scopes).
-        let known = if continued.is_some() || searching {
+        let known = if continued.is_some() || classes.searching {
             None
         } else if req.scope == SearchScope::OneLevel {
             Some(v.child_count(base_id))
@@ -565,39 +775,31 @@ fn prepare_search(
             None
         };
         match known {
-            Some(n) if n > max => return Err(lookthrough_error(&req.filter.to_string(), max)),
+            Some(n) if n > max => return Err(lookthrough_error(&req.filter.to_string(), max).into()),
             Some(_) => {}
             None => lookthrough = Some((max, req.filter.to_string())),
         }
     }
-
-    let access = SearchAccess::new(&dir.acl, requester, &mut filter, schema);
-    let search = WalkSearch {
-        version: version.clone(),
-        needs_dn: filter.needs_dn(),
-        filter,
-        selection,
-        types_only: req.types_only,
-        request_scope: req.scope,
-        first_scope: (base_id, req.scope),
-        candidates,
-        aliases: if searching { aliases } else { None },
-        keep_alias: (searching && !finding).then_some(base_id),
-        referrals,
-        size_limit,
-        time_limit,
-        deadline: time_limit.map(|t| started + t),
+    Ok(Limits {
+        size,
+        time,
         lookthrough,
-        sort,
-        paged: paging,
-        progress: continued.map(|c| c.progress),
-        admin,
-        access,
         unindexed,
-    };
-    Ok(PreparedSearch {
-        kind: Kind::Walk(Box::new(search)),
     })
+}
+
+/// The paged control of a search that ends on its first page (an empty cookie), when it
+/// is paged.
+fn paged_done(paging: Option<PagedRun>) -> Option<ResponseControl> {
+    paging.map(|_| paged_control(0, &[]))
+}
+
+/// The result when the base entry does not match the Assertion control's filter.
+fn assertion_failed(dn: &str) -> OpError {
+    OpError::new(
+        ResultCode::ASSERTION_FAILED,
+        format!("the base entry `{dn}` does not match the assertion control's filter"),
+    )
 }
 
 fn lookthrough_error(filter: &str, max: usize) -> OpError {

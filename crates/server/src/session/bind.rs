@@ -10,7 +10,7 @@
 //!    with `unwillingToPerform` (53) without looking at the password;
 //! 3. the password is checked inline when every stored value is cheap (the digest
 //!    schemes), else on a blocking thread with one of the slow-work permits
-//!    ([`crate::auth::password::gate`]);
+//!    ([`crate::password::gate`]);
 //! 4. an `invalidCredentials` answer (simple or SASL) counts as a failure of the address.
 
 use std::net::IpAddr;
@@ -21,10 +21,10 @@ use larch_store::EntryId;
 
 use super::Session;
 use crate::auth::bind::{stage, Staged};
-use crate::auth::password::gate;
-use crate::auth::throttle::Decision;
+use crate::bind_throttle::Decision;
 use crate::error::OpError;
 use crate::identity::Identity;
+use crate::password::gate;
 
 impl Session {
     /// Runs a Bind (see the module documentation): the new identity with the entry a

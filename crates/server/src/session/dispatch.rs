@@ -11,7 +11,7 @@ use larch_proto::{
     op_tag, BindRequest, CompareRequest, DecodeError, ExtendedRequest, LdapMessage, MessageId, ProtocolOp,
     ResultCode, SearchRequest, SeqOf,
 };
-use larch_store::{StoreError, WriteTxn};
+use larch_store::{StoreError, Version, WriteTxn};
 
 use super::complete::{Completion, Ending, OpTrace};
 use super::inflight::{OpClass, OpGuard, StopRequest};
@@ -21,12 +21,13 @@ use crate::acl::ops::check_bind;
 use crate::acl::proxy::proxied_identity;
 use crate::auth::confidentiality;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
+use crate::directory::Directory;
 use crate::error::OpError;
 use crate::identity::Identity;
+use crate::lookup::referral_above_text;
 use crate::ops::{self, WriteContext};
 use crate::outcome::{respond, CloseReason, Reply, Sent};
 use crate::response::ResponseSink;
-use crate::search::referral::referral_above_text;
 use crate::search::run::SearchEnd;
 use crate::search::{self, SearchContext};
 
@@ -411,7 +412,7 @@ impl Session {
         let identity: &Identity = proxied.as_deref().unwrap_or(&self.identity);
         let version = self.reader.current();
         if !controls.manage_dsa_it {
-            if let Some(e) = referral_above_text(&self.dir, version, req.entry) {
+            if let Some(e) = referral_above(&self.dir, version, req.entry) {
                 return Err(e);
             }
         }
@@ -463,7 +464,7 @@ impl Session {
             self.identity.clone()
         };
         if !controls.manage_dsa_it {
-            if let Some(e) = referral_above_text(&self.dir, self.reader.current(), dn_text) {
+            if let Some(e) = referral_above(&self.dir, self.reader.current(), dn_text) {
                 return Err(e);
             }
         }
@@ -659,4 +660,10 @@ impl Session {
         let mut p = self.paged.lock().unwrap_or_else(|e| e.into_inner());
         p.clear();
     }
+}
+
+/// The `referral` result for an operation on `dn_text` at or below a referral entry of
+/// `version` ([`referral_above_text`] with the directory's referral class).
+fn referral_above(dir: &Directory, version: &Version, dn_text: &[u8]) -> Option<OpError> {
+    referral_above_text(version, dir.referral_class.as_ref(), &dir.schema, dn_text)
 }

@@ -52,8 +52,9 @@ use tokio::sync::{Notify, Semaphore};
 use crate::client::Client;
 use crate::directory::Directory;
 use crate::identity::Identity;
+use crate::lookup::LastBase;
 use crate::outcome::{CloseReason, ConnectionEvent};
-use crate::search::{LastBase, PagedSearches};
+use crate::search::PagedSearches;
 use inflight::InFlight;
 use stream::Conn;
 

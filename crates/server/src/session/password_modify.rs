@@ -25,13 +25,13 @@ use super::complete::{Ending, OpTrace};
 use super::dispatch::Controls;
 use super::Session;
 use crate::auth::confidentiality;
-use crate::auth::password::gate;
 use crate::controls::{OpKind, RequestControls};
 use crate::error::OpError;
 use crate::ops::password_modify::{
     apply_password_modify, prepare_password_modify, FinishError, ReadyPasswordModify,
 };
 use crate::outcome::Reply;
+use crate::password::gate;
 
 impl Session {
     /// Runs a Password Modify request (see the module documentation).

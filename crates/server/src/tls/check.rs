@@ -13,8 +13,8 @@ use rustls::sign::CertifiedKey;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::subject::Subject;
 use super::TlsError;
+use crate::cert_subject::Subject;
 
 /// What the server prints about its certificate.
 #[derive(Debug, Clone, PartialEq, Eq)]

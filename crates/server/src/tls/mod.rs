@@ -11,7 +11,6 @@
 //! - [`TlsState::reload`] (SIGHUP) reads the files again: connections accepted afterwards
 //!   use the new certificate, existing ones keep the TLS session they have; a reload that
 //!   fails leaves the previous configuration in place;
-//! - [`subject`] reads a client certificate's subject for SASL EXTERNAL;
 //! - [`demo`] makes the self-signed CA and server certificate of `larch serve --demo-tls`.
 //!
 //! Invariant: a [`TlsState`] always holds a configuration that was complete and valid when
@@ -22,7 +21,6 @@ pub mod demo;
 mod error;
 pub mod pem;
 pub mod server_config;
-pub mod subject;
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The subject of an X.509 certificate as LDAP sees it: its RDNs, their RFC 4514 string
 //! form, and the value of one attribute. SASL EXTERNAL maps a client certificate to an
-//! entry with these ([`crate::auth::sasl`]).
+//! entry with these ([`crate::auth::sasl`]), by the rule `sasl.external_map` gives (whose
+//! attribute names the configuration checks against [`ATTRIBUTE_NAMES`]); `crate::tls`
+//! shows the server certificate's subject.
 //!
 //! A certificate lists its subject's RDNs from the most general (`C=`, `O=`) to the most
 //! specific (`CN=`); RFC 4514 writes them the other way round. Values in the directory

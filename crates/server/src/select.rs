@@ -1,5 +1,7 @@
 //! Attribute selection (RFC 4511 section 4.5.1.8, RFC 3673): which attributes of an entry a
-//! search (or a pre-read/post-read control) returns, and writing them in BER.
+//! search, a pre-read/post-read control or a base search of the root DSE or `cn=Subschema`
+//! returns, and writing them in BER. It is used by `search`, `ops` and `dse` alike and
+//! knows none of them.
 //!
 //! The requested list is read once into a [`Selection`]:
 //! - an empty list, or `*`, selects every user attribute;

@@ -1,5 +1,7 @@
 //! Entries of one object class: whether an entry is a referral (RFC 3296 `referral`) or an
-//! alias (RFC 4512 `alias`), asked for every candidate of a search.
+//! alias (RFC 4512 `alias`), asked for every candidate of a search and for the target of an
+//! update or a compare (the referral check, [`super::referral`]). The directory works out
+//! the two classes' index keys once, when it opens ([`IndexedClass`]).
 //!
 //! An entry belongs to the class when one of its `objectClass` values names the class (by
 //! any of its names or its OID, case-insensitively, surrounding spaces ignored, as the
