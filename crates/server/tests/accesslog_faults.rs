@@ -13,7 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use larch_server::accesslog::AccessLog;
 use larch_server::config::AccessLogSettings;
@@ -117,7 +117,6 @@ fn search_outcome(log: &AccessLog, conn: u64, op: i64, request: &[u8], reply: &R
             received: now,
             started: now,
             finished: now,
-            finished_wall: SystemTime::now(),
         },
         identity: &Identity::Anonymous,
         target_op: -1,

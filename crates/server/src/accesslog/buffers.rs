@@ -97,19 +97,18 @@ impl Buffers {
         }
         SLOTS.with(|slots| {
             let mut slots = slots.borrow_mut();
-            let slot = match slots.iter().find(|(id, _, _)| *id == self.id) {
-                Some((_, _, slot)) => slot.clone(),
+            let i = match slots.iter().position(|(id, _, _)| *id == self.id) {
+                Some(i) => i,
                 None => {
                     // Forget the slots of logs that are gone.
                     slots.retain(|(_, log, _)| log.strong_count() > 0);
                     let slot = Arc::new(Slot::default());
                     self.lock_slots().push(slot.clone());
-                    slots.push((self.id, Arc::downgrade(self), slot.clone()));
-                    slot
+                    slots.push((self.id, Arc::downgrade(self), slot));
+                    slots.len() - 1
                 }
             };
-            drop(slots);
-            let mut data = slot.lock();
+            let mut data = slots[i].2.lock();
             if data.records.len() >= MAX_SLOT_BYTES {
                 data.dropped += 1;
                 return;

@@ -17,6 +17,10 @@
 //! ...  the kind's fields, in the order of the struct fields below
 //! ```
 //!
+//! The times of a record (`time`, `received`, `finished`) are monotonic nanoseconds since
+//! the log started, so that no request reads the wall clock; the writer maps them to the
+//! wall clock ([`Event::map_times`]) just before formatting.
+//!
 //! A record is written whole or not at all (a buffer that is full drops it and counts the
 //! drop), and decoding checks every length against the record's end, so a bug in one
 //! record cannot make the writer read past it.
@@ -161,6 +165,22 @@ pub enum Event<'a> {
     Op(Op<'a>),
 }
 
+impl Event<'_> {
+    /// Replaces every time of the event by `f` of it.
+    pub fn map_times(&mut self, f: impl Fn(u64) -> u64) {
+        match self {
+            Event::Connect(c) => c.time = f(c.time),
+            Event::Tls(t) => t.time = f(t.time),
+            Event::Refused(r) => r.time = f(r.time),
+            Event::Close(c) => c.time = f(c.time),
+            Event::Op(o) => {
+                o.received = f(o.received);
+                o.finished = f(o.finished);
+            }
+        }
+    }
+}
+
 const CONNECT: u8 = 1;
 const TLS: u8 = 2;
 const REFUSED: u8 = 3;
@@ -233,6 +253,16 @@ pub fn encode(out: &mut Vec<u8>, mono_ns: u64, event: &Event<'_>) {
     }
     let len = u32::try_from(out.len() - start).unwrap_or(u32::MAX);
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// The monotonic time and length of the record at the front of `buf`, without decoding it;
+/// `None` when the header is cut or its length impossible.
+pub fn peek(buf: &[u8]) -> Option<(u64, usize)> {
+    let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
+    if len < 13 || len > buf.len() {
+        return None;
+    }
+    Some((u64::from_le_bytes(buf.get(4..12)?.try_into().ok()?), len))
 }
 
 /// Reads the record at the front of `buf`: its monotonic time, the event, and the octets

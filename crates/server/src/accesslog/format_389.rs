@@ -535,6 +535,11 @@ impl Field {
 
 /// Appends `s`, escaping what `field` requires as `\HH`.
 pub(super) fn push_field(out: &mut Vec<u8>, s: &[u8], field: Field) {
+    // The common case, printable ASCII with nothing to escape, is one copy.
+    if s.iter().all(|&b| b.is_ascii() && !field.escapes(b)) {
+        out.extend_from_slice(s);
+        return;
+    }
     for chunk in s.utf8_chunks() {
         let valid = chunk.valid().as_bytes();
         let mut from = 0;

@@ -170,7 +170,7 @@ impl Observer for AccessLog {
             }
             _ => String::new(),
         };
-        let finished = wall(o.times.finished_wall);
+        let finished = self.mono(o.times.finished);
         let waited = o.times.waited().as_nanos() as u64;
         let worked = o.times.worked().as_nanos() as u64;
         let op = event::Op {
@@ -205,12 +205,12 @@ impl Observer for AccessLog {
             response_controls: &controls,
             notes: o.notes.letters(),
         };
-        self.buffers.append(self.mono(o.times.finished), &Event::Op(op));
+        self.buffers.append(finished, &Event::Op(op));
     }
 
     fn connection(&self, e: &ConnectionEvent<'_>) {
         let now = Instant::now();
-        let time = wall(SystemTime::now());
+        let time = self.mono(now);
         let event = match *e {
             ConnectionEvent::Accepted {
                 conn,
@@ -258,6 +258,6 @@ impl Observer for AccessLog {
                 reason,
             }),
         };
-        self.buffers.append(self.mono(now), &event);
+        self.buffers.append(time, &event);
     }
 }

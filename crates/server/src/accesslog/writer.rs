@@ -69,10 +69,12 @@ pub(crate) struct Writer {
 impl Writer {
     /// Runs rounds until the log closes and every record is written.
     pub(crate) fn run(mut self) {
-        let mut held: Vec<u8> = Vec::new();
-        let mut spare: Vec<u8> = Vec::new();
-        let mut batch: Vec<u8> = Vec::new();
-        let mut order: Vec<(u64, usize, usize)> = Vec::new();
+        // The round's records, read in place: the ones held over from the last round first,
+        // then one buffer per thread's slot (swapped out of the slot, not copied).
+        let mut bufs: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut held_next: Vec<u8> = Vec::new();
+        // (time stamp, buffer, start, length) of every record of the round.
+        let mut order: Vec<(u64, usize, usize, usize)> = Vec::new();
         let mut out: Vec<u8> = Vec::new();
         let mut clock = TimeCache::default();
         let mut failing = false;
@@ -94,38 +96,46 @@ impl Writer {
             // Step 2.
             let cutoff = self.epoch.elapsed().as_nanos() as u64;
             let closing = closing || self.buffers.is_closed();
-            batch.clear();
-            batch.append(&mut held);
+            let slots = self.buffers.slots();
+            bufs.resize_with(slots.len() + 1, Vec::new);
             let mut dropped = 0;
-            for slot in self.buffers.slots() {
-                dropped += slot.lock().take(&mut spare);
-                batch.extend_from_slice(&spare);
+            for (slot, buf) in slots.iter().zip(bufs.iter_mut().skip(1)) {
+                dropped += slot.lock().take(buf);
             }
             // Step 3.
             order.clear();
-            let mut at = 0;
-            while at < batch.len() {
-                match event::decode(&batch[at..]) {
-                    Some((mono, _, len)) => {
-                        order.push((mono, at, len));
-                        at += len;
+            for (b, buf) in bufs.iter().enumerate() {
+                let mut at = 0;
+                while at < buf.len() {
+                    match event::peek(&buf[at..]) {
+                        Some((mono, len)) => {
+                            order.push((mono, b, at, len));
+                            at += len;
+                        }
+                        // Records are written whole by this crate; a damaged one means a
+                        // bug: drop the rest of that buffer rather than print garbage.
+                        None => break,
                     }
-                    // Records are written whole by this crate; a damaged one means a bug:
-                    // drop the rest of the round rather than print garbage.
-                    None => break,
                 }
             }
-            order.sort_by_key(|(mono, _, _)| *mono);
-            // Step 4.
+            order.sort_by_key(|(mono, _, _, _)| *mono);
+            // Step 4. Record times are monotonic: mapped to the wall clock as it is now.
+            let anchor_mono = self.epoch.elapsed().as_nanos() as u64;
+            let anchor_wall = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            let wall = |mono: u64| anchor_wall.saturating_sub(anchor_mono.saturating_sub(mono));
             out.clear();
             let mut lines = 0u64;
-            for &(mono, start, len) in &order {
-                let record = &batch[start..start + len];
+            held_next.clear();
+            for &(mono, b, start, len) in &order {
+                let record = &bufs[b][start..start + len];
                 if mono > cutoff && !closing {
-                    held.extend_from_slice(record);
+                    held_next.extend_from_slice(record);
                     continue;
                 }
-                if let Some((_, event, _)) = event::decode(record) {
+                if let Some((_, mut event, _)) = event::decode(record) {
+                    event.map_times(wall);
                     let before = out.len();
                     self.format_event(&mut out, &event, &mut clock);
                     lines += out[before..].iter().filter(|b| **b == b'\n').count() as u64;
@@ -164,7 +174,8 @@ impl Writer {
                     }
                 }
             }
-            if closing && held.is_empty() {
+            std::mem::swap(&mut bufs[0], &mut held_next);
+            if closing && bufs[0].is_empty() {
                 let _ = self.file.sync();
                 return;
             }

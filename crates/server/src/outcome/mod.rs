@@ -24,7 +24,7 @@ pub mod respond;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use larch_proto::{MessageId, ResultCode};
 
@@ -130,8 +130,9 @@ impl SearchNotes {
     }
 }
 
-/// The operation's times: when its request was read, when its work started, when it
-/// ended (monotonic), and the wall-clock time of its end.
+/// The operation's times (monotonic): when its request was read, when its work started,
+/// when it ended. An observer that prints wall-clock times maps them itself (the access
+/// log does so on its writer thread), so no operation reads the wall clock.
 #[derive(Debug, Clone, Copy)]
 pub struct Times {
     /// The request was read from the socket.
@@ -140,8 +141,6 @@ pub struct Times {
     pub started: Instant,
     /// Its response was handed to the connection.
     pub finished: Instant,
-    /// `finished` on the wall clock.
-    pub finished_wall: SystemTime,
 }
 
 impl Times {
@@ -153,14 +152,6 @@ impl Times {
     /// The work.
     pub fn worked(&self) -> std::time::Duration {
         self.finished.saturating_duration_since(self.started)
-    }
-
-    /// `received` on the wall clock.
-    pub fn received_wall(&self) -> SystemTime {
-        let elapsed = self.finished.saturating_duration_since(self.received);
-        self.finished_wall
-            .checked_sub(elapsed)
-            .unwrap_or(self.finished_wall)
     }
 }
 

@@ -11,7 +11,7 @@
 //!    it ran as, and calls [`Completion::complete`] where it ends.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use larch_proto::MessageId;
 
@@ -108,7 +108,6 @@ fn finish(
             received: trace.received,
             started: trace.started,
             finished: Instant::now(),
-            finished_wall: SystemTime::now(),
         },
         identity,
         target_op: ending.target_op,
