@@ -9,92 +9,17 @@
 
 mod common;
 
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use common::gated::{Gate, GatedStorage};
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use larch_server::accesslog::AccessLog;
 use larch_server::config::AccessLogSettings;
 use larch_server::identity::Identity;
 use larch_server::outcome::{ConnectionEvent, Observer, Outcome, Reply, SearchNotes, Sent, Times};
-use larch_store::storage::{AppendFile, FsStorage, Storage};
-
-/// A storage whose writes fail while `full` is set, and block while `stalled` is set.
-#[derive(Default)]
-struct Disk {
-    full: AtomicBool,
-    stalled: Mutex<bool>,
-    resumed: Condvar,
-    /// Writes attempted.
-    writes: AtomicU32,
-}
-
-impl Disk {
-    fn stall(&self, on: bool) {
-        *self.stalled.lock().unwrap() = on;
-        self.resumed.notify_all();
-    }
-}
-
-struct DiskFile {
-    disk: Arc<Disk>,
-    inner: Box<dyn AppendFile>,
-}
-
-impl AppendFile for DiskFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.disk.writes.fetch_add(1, Ordering::SeqCst);
-        let mut stalled = self.disk.stalled.lock().unwrap();
-        while *stalled {
-            stalled = self.disk.resumed.wait(stalled).unwrap();
-        }
-        drop(stalled);
-        if self.disk.full.load(Ordering::SeqCst) {
-            return Err(io::Error::new(
-                io::ErrorKind::StorageFull,
-                "no space left on device",
-            ));
-        }
-        self.inner.write(buf)
-    }
-    fn sync(&mut self) -> io::Result<()> {
-        self.inner.sync()
-    }
-}
-
-struct DiskStorage(Arc<Disk>);
-
-impl Storage for DiskStorage {
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
-        Ok(Box::new(DiskFile {
-            disk: self.0.clone(),
-            inner: FsStorage.open_append(path)?,
-        }))
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        FsStorage.read(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        FsStorage.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        FsStorage.create_dir_all(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        FsStorage.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        FsStorage.remove(path)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        FsStorage.truncate(path, len)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        FsStorage.sync_dir(dir)
-    }
-}
 
 /// A search's outcome on connection `conn`, operation `op`.
 fn search_outcome(log: &AccessLog, conn: u64, op: i64, request: &[u8], reply: &Reply) {
@@ -145,13 +70,13 @@ fn search_pdu() -> Vec<u8> {
     out
 }
 
-fn open(name: &str, disk: &Arc<Disk>) -> (Arc<AccessLog>, PathBuf) {
+fn open(name: &str, disk: &Arc<Gate>) -> (Arc<AccessLog>, PathBuf) {
     let dir = common::fresh_data_dir(name);
     let path = dir.join("logs/access");
     let log = AccessLog::start(
         &AccessLogSettings::default(),
         path.clone(),
-        Arc::new(DiskStorage(disk.clone())),
+        Arc::new(GatedStorage(disk.clone())),
     )
     .unwrap();
     (log, path)
@@ -168,7 +93,7 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn a_full_disk_loses_counted_lines_and_the_log_resumes_when_it_has_room() {
-    let disk = Arc::new(Disk::default());
+    let disk = Arc::new(Gate::default());
     let (log, path) = open("accesslog-full", &disk);
     let pdu = search_pdu();
     let ok = Reply::success();
@@ -206,15 +131,15 @@ fn a_full_disk_loses_counted_lines_and_the_log_resumes_when_it_has_room() {
 
 #[test]
 fn a_stalled_disk_never_holds_up_the_server_and_drops_are_counted_and_said() {
-    let disk = Arc::new(Disk::default());
+    let disk = Arc::new(Gate::default());
     let (log, path) = open("accesslog-stall", &disk);
     let pdu = search_pdu();
     let ok = Reply::success();
     // A first record, so that the writer is inside a write when the disk stalls.
-    disk.stall(true);
+    disk.hold();
     search_outcome(&log, 1, 0, &pdu, &ok);
     wait_for("the writer to reach the disk", || {
-        disk.writes.load(Ordering::SeqCst) > 0
+        disk.attempts.load(Ordering::SeqCst) > 0
     });
     // The writer is blocked: this thread's buffer fills and the rest is dropped; handing a
     // record over still returns (the test would hang otherwise).
@@ -222,7 +147,7 @@ fn a_stalled_disk_never_holds_up_the_server_and_drops_are_counted_and_said() {
     for op in 1..=n {
         search_outcome(&log, 1, op, &pdu, &ok);
     }
-    disk.stall(false);
+    disk.release();
     log.close();
     let stats = log.stats();
     assert!(stats.records_dropped > 0, "{stats:?}");

@@ -8,12 +8,12 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use common::gated::{Gate, GatedStorage};
 use common::{fresh_data_dir, test_store, with_decoded, TestControl};
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
@@ -35,7 +35,7 @@ use larch_server::ops::{
     prepare_modify_dn, PreparedAdd, PreparedDelete, PreparedModify, PreparedModifyDn, WriteContext,
 };
 use larch_store::ldif::{LdifChange, LdifModOp, LdifReader, LdifRecord};
-use larch_store::storage::{AppendFile, FsStorage, Storage};
+use larch_store::storage::{FsStorage, Storage};
 use larch_store::wal::SyncPolicy;
 use larch_store::{Store, StoreOptions, WriteTxn};
 
@@ -797,88 +797,6 @@ fn every_committed_change_is_logged_in_order_and_replays_to_the_same_directory()
 fn schema() -> Arc<Schema> {
     static S: OnceLock<Arc<Schema>> = OnceLock::new();
     Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
-
-/// Appends that can be held until released, or made to fail once.
-#[derive(Default)]
-struct Gate {
-    held: Mutex<bool>,
-    opened: Condvar,
-    /// A write is waiting at the gate.
-    waiting: AtomicBool,
-    fail_next: AtomicBool,
-    writes: AtomicU64,
-}
-
-impl Gate {
-    fn hold(&self) {
-        *self.held.lock().unwrap() = true;
-    }
-
-    fn release(&self) {
-        *self.held.lock().unwrap() = false;
-        self.opened.notify_all();
-    }
-
-    fn pass(&self) -> io::Result<()> {
-        let mut held = self.held.lock().unwrap();
-        while *held {
-            self.waiting.store(true, Ordering::SeqCst);
-            held = self.opened.wait(held).unwrap();
-        }
-        self.waiting.store(false, Ordering::SeqCst);
-        if self.fail_next.swap(false, Ordering::SeqCst) {
-            return Err(io::Error::other("no space left (test)"));
-        }
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
-/// The filesystem, its appends going through a [`Gate`].
-struct GatedStorage(Arc<Gate>);
-
-struct GatedFile(Box<dyn AppendFile>, Arc<Gate>);
-
-impl AppendFile for GatedFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.1.pass()?;
-        self.0.write(buf)
-    }
-
-    fn sync(&mut self) -> io::Result<()> {
-        self.0.sync()
-    }
-}
-
-impl Storage for GatedStorage {
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
-        Ok(Box::new(GatedFile(
-            FsStorage.open_append(path)?,
-            Arc::clone(&self.0),
-        )))
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        FsStorage.read(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        FsStorage.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        FsStorage.create_dir_all(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        FsStorage.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        FsStorage.remove(path)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        FsStorage.truncate(path, len)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        FsStorage.sync_dir(dir)
-    }
 }
 
 /// A store of its own (no sync, no periodic snapshot, log segments of `segment` octets)

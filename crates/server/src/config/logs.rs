@@ -149,42 +149,67 @@ impl AccessLogSettings {
                 }
             };
         }
-        if let Some(mb) = raw.max_size_mb {
-            if mb > MAX_ACCESS_LOG_SIZE_MB {
-                return Err(ConfigError::invalid(
-                    "access_log.max_size_mb",
-                    format!("{mb} is more than {MAX_ACCESS_LOG_SIZE_MB}"),
-                ));
-            }
-            s.max_size = mb << 20;
-        }
-        if let Some(d) = raw.rotate_every {
-            let d = super::duration("access_log.rotate_every", &d)?;
-            s.rotate_every = (!d.is_zero()).then_some(d);
-        }
-        if let Some(k) = raw.keep {
-            s.keep = u32::try_from(k).unwrap_or(u32::MAX);
-        }
+        let rotation = (&mut s.max_size, &mut s.rotate_every, &mut s.keep);
+        read_rotation(
+            "access_log",
+            raw.max_size_mb,
+            raw.rotate_every,
+            raw.keep,
+            rotation,
+        )?;
         s.validate()?;
         Ok(s)
     }
 
     /// Checks the bounds of every key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.keep > MAX_ACCESS_LOG_KEEP {
-            return Err(ConfigError::invalid(
-                "access_log.keep",
-                format!("{} is more than {MAX_ACCESS_LOG_KEEP}", self.keep),
-            ));
-        }
-        if self.rotate_every.is_some_and(|d| d < Duration::from_secs(1)) {
-            return Err(ConfigError::invalid(
-                "access_log.rotate_every",
-                "must be at least 1s (or 0 for never)",
-            ));
-        }
-        Ok(())
+        check_rotation("access_log", self.keep, self.rotate_every)
     }
+}
+
+/// Reads the rotation keys every log table has (`max_size_mb`, `rotate_every`, `keep`)
+/// into `(max_size, rotate_every, keep)`; errors name the key below `table`.
+fn read_rotation(
+    table: &str,
+    max_size_mb: Option<u64>,
+    rotate_every: Option<RawDuration>,
+    keep: Option<u64>,
+    into: (&mut u64, &mut Option<Duration>, &mut u32),
+) -> Result<(), ConfigError> {
+    if let Some(mb) = max_size_mb {
+        if mb > MAX_ACCESS_LOG_SIZE_MB {
+            return Err(ConfigError::invalid(
+                format!("{table}.max_size_mb"),
+                format!("{mb} is more than {MAX_ACCESS_LOG_SIZE_MB}"),
+            ));
+        }
+        *into.0 = mb << 20;
+    }
+    if let Some(d) = rotate_every {
+        let d = super::duration(&format!("{table}.rotate_every"), &d)?;
+        *into.1 = (!d.is_zero()).then_some(d);
+    }
+    if let Some(k) = keep {
+        *into.2 = u32::try_from(k).unwrap_or(u32::MAX);
+    }
+    Ok(())
+}
+
+/// Checks the bounds of the rotation keys of `table`.
+fn check_rotation(table: &str, keep: u32, rotate_every: Option<Duration>) -> Result<(), ConfigError> {
+    if keep > MAX_ACCESS_LOG_KEEP {
+        return Err(ConfigError::invalid(
+            format!("{table}.keep"),
+            format!("{keep} is more than {MAX_ACCESS_LOG_KEEP}"),
+        ));
+    }
+    if rotate_every.is_some_and(|d| d < Duration::from_secs(1)) {
+        return Err(ConfigError::invalid(
+            format!("{table}.rotate_every"),
+            "must be at least 1s (or 0 for never)",
+        ));
+    }
+    Ok(())
 }
 
 /// Default `audit_log.max_size_mb`: as the access log's.
@@ -247,41 +272,15 @@ impl AuditLogSettings {
         if let Some(p) = raw.path {
             s.path = (!p.is_empty()).then(|| PathBuf::from(p));
         }
-        if let Some(mb) = raw.max_size_mb {
-            if mb > MAX_ACCESS_LOG_SIZE_MB {
-                return Err(ConfigError::invalid(
-                    "audit_log.max_size_mb",
-                    format!("{mb} is more than {MAX_ACCESS_LOG_SIZE_MB}"),
-                ));
-            }
-            s.max_size = mb << 20;
-        }
-        if let Some(d) = raw.rotate_every {
-            let d = super::duration("audit_log.rotate_every", &d)?;
-            s.rotate_every = (!d.is_zero()).then_some(d);
-        }
-        if let Some(k) = raw.keep {
-            s.keep = u32::try_from(k).unwrap_or(u32::MAX);
-        }
+        let rotation = (&mut s.max_size, &mut s.rotate_every, &mut s.keep);
+        read_rotation("audit_log", raw.max_size_mb, raw.rotate_every, raw.keep, rotation)?;
         s.validate()?;
         Ok(s)
     }
 
     /// Checks the bounds of every key (those of `[access_log]`).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.keep > MAX_ACCESS_LOG_KEEP {
-            return Err(ConfigError::invalid(
-                "audit_log.keep",
-                format!("{} is more than {MAX_ACCESS_LOG_KEEP}", self.keep),
-            ));
-        }
-        if self.rotate_every.is_some_and(|d| d < Duration::from_secs(1)) {
-            return Err(ConfigError::invalid(
-                "audit_log.rotate_every",
-                "must be at least 1s (or 0 for never)",
-            ));
-        }
-        Ok(())
+        check_rotation("audit_log", self.keep, self.rotate_every)
     }
 }
 

@@ -3,6 +3,8 @@
 //! builder lends the request it builds to a closure. Each test file uses some of them.
 #![allow(dead_code)]
 
+pub mod gated;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
