@@ -971,7 +971,7 @@ fn a_failed_write_is_counted_and_noted_in_the_file() {
     // (Unfolded: the note is longer than a line.)
     assert!(
         text.replace("\n ", "").contains(&format!(
-            "\n# lost: lsn {lost} to {lost} (1 change): a write to the audit log failed: no space left (test)\n\n# lsn: {}\n",
+            "\n# lost: lsn {lost} to {lost} (1 change): a write to the audit log failed: no space left on device (test)\n\n# lsn: {}\n",
             lost + 1
         )),
         "{text}"
