@@ -149,6 +149,16 @@ impl Session {
     pub(super) fn begin(&mut self, msgid: MessageId, request_tag: u8) -> OpTrace {
         let op = self.next_op;
         self.next_op += 1;
+        self.trace(op, msgid, request_tag)
+    }
+
+    /// The trace of a Notice of Disconnection, which answers no operation: operation
+    /// number -1, message ID 0; the connection's numbering goes on unchanged.
+    pub(super) fn begin_notice(&self, request_tag: u8) -> OpTrace {
+        self.trace(-1, 0, request_tag)
+    }
+
+    fn trace(&self, op: i64, msgid: MessageId, request_tag: u8) -> OpTrace {
         OpTrace {
             conn: self.conn,
             op,

@@ -249,9 +249,7 @@ impl Session {
         out: &mut Vec<u8>,
     ) {
         let reply = respond::notice(ResultCode::PROTOCOL_ERROR, why);
-        let mut trace = self.begin(0, request_tag);
-        trace.op = -1;
-        self.next_op -= 1;
+        let trace = self.begin_notice(request_tag);
         let ending = Ending {
             undecodable,
             ..Ending::reply(op_tag::EXTENDED_RESPONSE, &reply)
