@@ -568,50 +568,13 @@ mod tests {
 
     use super::*;
     use crate::accesslog::event::CloseReason;
+    use crate::accesslog::test_events::{op, pdu, T0};
 
-    /// 2026-11-22T10:00:00.123456789Z
-    const T0: WallNanos = 1_795_341_600_123_456_789;
     const AT: &str = "2026-11-22T10:00:00.123456789 +0000";
     /// T0 + 261 234 ns, when the operations below finish.
     const END: &str = "2026-11-22T10:00:00.123718023 +0000";
     const STARTED: u64 = 1_795_341_000;
     const TIMES: &str = r#""wtime":"0.000051234","optime":"0.000210000","etime":"0.000261234""#;
-
-    fn pdu(op: ProtocolOp<'_>, controls: &[Control<'_>]) -> Vec<u8> {
-        let mut msg = LdapMessage::new(2, op);
-        if !controls.is_empty() {
-            msg.controls = Some(SeqOf::from_items(controls));
-        }
-        let mut buf = Vec::new();
-        msg.encode(&mut buf);
-        buf
-    }
-
-    fn op(request: &[u8], response_tag: u8) -> Op<'_> {
-        Op {
-            conn: 12,
-            op: 1,
-            msgid: 2,
-            received: T0,
-            finished: T0 + 261_234,
-            wait_ns: 51_234,
-            work_ns: 210_000,
-            request_tag: LdapMessage::decode(request).map_or(0, |m| m.op.tag()),
-            request,
-            undecodable: false,
-            response_tag,
-            result: 0,
-            matched: "",
-            message: "",
-            entries: 0,
-            references: 0,
-            bytes: 0,
-            authz_dn: "",
-            target_op: -1,
-            response_controls: "",
-            notes: "",
-        }
-    }
 
     /// The JSON of `event` at `level`, every line checked to be one JSON object.
     fn json(event: &Event<'_>, level: Level) -> String {

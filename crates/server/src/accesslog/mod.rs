@@ -25,6 +25,8 @@ pub mod file;
 pub mod format_389;
 pub mod format_json;
 pub mod level;
+#[cfg(test)]
+mod test_events;
 pub mod time;
 pub mod writer;
 
