@@ -60,6 +60,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "larch_only(reason): Larch-specific behaviour; skipped on slapd")
     config.addinivalue_line("markers", "not_slapd(reason): RFC behaviour slapd 2.5 lacks; skipped on slapd")
+    config.addinivalue_line("markers", "reliability: the reliability suites (crash cycles, faults, hostile "
+                            "input, overload, soak); short form unless LARCH_RELIABILITY_LONG=1")
     if config.getoption("--server") == "larch":
         binary = Path(config.getoption("--larch-bin"))
         if not binary.is_file() or not os.access(binary, os.X_OK):
@@ -78,6 +80,11 @@ def pytest_collection_modifyitems(config, items):
                 why = mark.args[0] if mark.args else name
                 prefix = "Larch-specific" if name == "larch_only" else "slapd differs"
                 item.add_marker(pytest.mark.skip(reason=f"{prefix}: {why}"))
+
+
+def reliability_long():
+    """True when the reliability suites run their long form (`scripts/reliability.sh --long`)."""
+    return os.environ.get("LARCH_RELIABILITY_LONG") == "1"
 
 
 def free_port():
