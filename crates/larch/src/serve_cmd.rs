@@ -200,6 +200,7 @@ fn run(
     let dir = Arc::new(dir);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
+        .max_blocking_threads(larch_server::password::gate::blocking_threads())
         .thread_name("larch-worker")
         .enable_all()
         .build()

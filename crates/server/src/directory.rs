@@ -45,8 +45,10 @@ use crate::lookup::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
 use crate::outcome::Observers;
+use crate::output_budget::OutputBudget;
 use crate::password;
 use crate::tls::{TlsError, TlsState};
+use crate::workers::{worker_count, Workers};
 
 /// The server ID in CSNs (`sid`); 0 until replication gives servers their own.
 pub const SERVER_ID: u32 = 0;
@@ -144,6 +146,12 @@ pub struct Directory {
     pub hooks: WriteHooks,
     /// The audit log, when `[audit_log]` is enabled.
     pub audit_log: Option<Arc<AuditLog>>,
+    /// The threads large searches run on ([`crate::workers`]): one per core, or
+    /// `server.worker_threads`.
+    pub search_workers: Workers,
+    /// The server-wide count of response octets waiting for clients
+    /// ([`crate::output_budget`]).
+    pub output_budget: Arc<OutputBudget>,
 }
 
 impl Directory {
@@ -172,6 +180,17 @@ impl Directory {
         let referral_class = IndexedClass::named(&current, REFERRAL_CLASS);
         let alias_class = IndexedClass::named(&current, ALIAS_CLASS);
         drop(current);
+        let threads = match config.server.worker_threads {
+            0 => worker_count(),
+            n => n,
+        };
+        let search_workers = match Workers::new("larch-search", threads) {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = store.close(false);
+                return Err(setup_error("", format!("cannot start the search threads: {e}")));
+            }
+        };
         let mut dir = Directory {
             config,
             schema,
@@ -190,6 +209,8 @@ impl Directory {
             access_log,
             hooks: WriteHooks::standard(),
             audit_log: None,
+            search_workers,
+            output_budget: Arc::new(OutputBudget::default()),
         };
         let mut startup = Startup {
             report,

@@ -23,15 +23,17 @@
 //! `crate::` path of `src/`):
 //! 1. `opattrs`, `client`, `identity`, `cert_subject`, `config_error`: words every layer
 //!    uses, knowing nothing else of the crate;
-//! 2. `error`, `controls`, `response`, `outcome`: result codes, request controls, how an
+//! 2. `workers`, `output_budget`: the threads large searches run on, and the bound on the
+//!    answers waiting for clients;
+//! 3. `error`, `controls`, `response`, `outcome`: result codes, request controls, how an
 //!    operation is answered and ends;
-//! 3. `select`, `lookup`: reads of one store version;
-//! 4. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 5. `accesslog`, `auditlog`, `tls`, `password`, `bind_throttle`, `hooks`: what the
+//! 4. `select`, `lookup`: reads of one store version;
+//! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
+//! 6. `accesslog`, `auditlog`, `tls`, `password`, `bind_throttle`, `hooks`: what the
 //!    directory holds;
-//! 6. `directory`: the shared state;
-//! 7. `auth`, `dse`, `search`, `ops`: the operations;
-//! 8. `session`, `net`: connections.
+//! 7. `directory`: the shared state;
+//! 8. `auth`, `dse`, `search`, `ops`: the operations;
+//! 9. `session`, `net`: connections.
 //!
 //! Every operation ends in one place ([`outcome`]: one encoder for the responses, observers
 //! told how it ended); [`accesslog`] is the first observer. [`auditlog`] writes every
@@ -64,9 +66,11 @@ pub mod net;
 pub mod opattrs;
 pub mod ops;
 pub mod outcome;
+pub mod output_budget;
 pub mod password;
 pub mod response;
 pub mod search;
 pub mod select;
 pub mod session;
 pub mod tls;
+pub mod workers;

@@ -23,6 +23,15 @@ pub trait ResponseSink {
 
     /// True once the operation is abandoned or cancelled (checked between entries).
     fn stopped(&self) -> bool;
+
+    /// True when the search should pause here and go on later
+    /// ([`crate::search::run::Step::Paused`]): the connection could not take what was
+    /// flushed (the client is not reading), or the search's turn on its worker thread is
+    /// over. Asked after a flush and every few candidates. A sink that never pauses (the
+    /// default) gets the whole answer in one step.
+    fn should_pause(&mut self) -> bool {
+        false
+    }
 }
 
 /// A sink that only collects: for inline work and tests.

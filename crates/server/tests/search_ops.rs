@@ -1773,6 +1773,115 @@ fn a_stopped_sink_ends_the_search_without_done() {
     assert!(fx.paged.lock().unwrap().is_empty());
 }
 
+/// A sink that asks for a pause at every place the search may pause, and counts them.
+#[derive(Default)]
+struct PausingSink {
+    out: Vec<u8>,
+    pauses: usize,
+}
+
+impl ResponseSink for PausingSink {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+    fn flush(&mut self) -> bool {
+        true
+    }
+    fn stopped(&self) -> bool {
+        false
+    }
+    fn should_pause(&mut self) -> bool {
+        self.pauses += 1;
+        true
+    }
+}
+
+/// An answer's content, without the paged cookie (a pausing and a plain run keep their
+/// pages under different cookies).
+#[derive(Debug, PartialEq)]
+struct Content {
+    entries: Vec<Ent>,
+    refs: Vec<Vec<String>>,
+    done: bool,
+    code: u32,
+    message: String,
+    more_pages: Option<bool>,
+}
+
+fn content(a: &Answer) -> Content {
+    Content {
+        entries: a.entries.clone(),
+        refs: a.refs.clone(),
+        done: a.done,
+        code: a.code,
+        message: a.message.clone(),
+        more_pages: a.paged.as_ref().map(|p| !p.1.is_empty()),
+    }
+}
+
+#[test]
+fn a_search_paused_at_every_chance_answers_as_one_run_in_one_go() {
+    let fx = fixture();
+    people(&fx, 300);
+    let people_base = format!("ou=People,{SUFFIX}");
+    let mut limited = req(&people_base, SearchScope::Subtree, "(objectClass=person)");
+    limited.size = 150;
+    let cases: Vec<(Req, Vec<Ctl>)> = vec![
+        // A walk of the tree, then an index set iterated in place.
+        (req(&people_base, SearchScope::OneLevel, "(cn=*)"), vec![]),
+        (
+            req(&people_base, SearchScope::Subtree, "(objectClass=person)"),
+            vec![],
+        ),
+        // A filter the index narrows only in part, and one no index helps.
+        (
+            req(
+                SUFFIX,
+                SearchScope::Subtree,
+                "(&(objectClass=person)(!(cn=Person 1*)))",
+            ),
+            vec![],
+        ),
+        (req(SUFFIX, SearchScope::Subtree, "(!(cn=Person 2*))"), vec![]),
+        // The size limit counts the entries of every step.
+        (limited, vec![]),
+        // Sorted: collected in one step, written in several.
+        (
+            req(&people_base, SearchScope::OneLevel, "(objectClass=person)"),
+            vec![sort_ctl(&[("cn", None, true)], false)],
+        ),
+    ];
+    for (r, ctls) in &cases {
+        let whole = search(&fx, &admin(&fx), r, ctls);
+        let mut sink = PausingSink::default();
+        let stepped = search_with(&fx, &admin(&fx), r, ctls, &mut sink);
+        assert!(
+            sink.pauses > 0,
+            "{}: the search never reached a place to pause",
+            r.filter
+        );
+        assert_eq!(content(&stepped), content(&whole), "{}", r.filter);
+    }
+    // Paged: a page of 100 paused at every chance is the same page, and the pages cover
+    // the results once.
+    let r = req(&people_base, SearchScope::OneLevel, "(objectClass=person)");
+    let whole = search(&fx, &admin(&fx), &r, &[]).dns();
+    let mut cookie = Vec::new();
+    let mut dns = Vec::new();
+    loop {
+        let mut sink = PausingSink::default();
+        let page = search_with(&fx, &admin(&fx), &r, &[paged_ctl(100, &cookie)], &mut sink);
+        assert_eq!(page.code, 0, "{}", page.message);
+        assert!(page.entries.len() <= 100);
+        dns.extend(page.dns());
+        cookie = page.cookie();
+        if cookie.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(dns, whole);
+}
+
 #[test]
 fn small_searches_are_recognised() {
     let fx = fixture();

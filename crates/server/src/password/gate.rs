@@ -26,6 +26,18 @@ pub fn slow_permits() -> usize {
         .clamp(1, MAX_SLOW_PERMITS)
 }
 
+/// Threads the runtime's blocking pool may hold (`larch serve` sets it): the slow checks
+/// that may run at once ([`slow_permits`]), plus [`BLOCKING_SPARE`] for worker threads
+/// handed over in [`blocking_section`]. A burst of binds beyond it waits as tasks, not as
+/// threads (tokio's default would grow the pool to 512 threads, each with its stack).
+pub fn blocking_threads() -> usize {
+    slow_permits() + BLOCKING_SPARE
+}
+
+/// Blocking threads beyond [`slow_permits`]: a worker thread in [`blocking_section`] waits
+/// for a permit while its replacement takes one of these.
+pub const BLOCKING_SPARE: usize = 2;
+
 /// Upper bound of [`slow_permits`]: even on a very large machine, 64 argon2 checks at the
 /// largest memory allowed already take 4 GiB.
 pub const MAX_SLOW_PERMITS: usize = 64;

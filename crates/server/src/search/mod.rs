@@ -49,4 +49,4 @@ pub use scope::{candidates_in_scope, in_scope, ScopeIter};
 
 pub use paged::{PagedSearches, MAX_PAGED_SEARCHES};
 pub use referral::referral_above;
-pub use run::{prepare, PreparedSearch, SearchContext};
+pub use run::{prepare, PreparedSearch, SearchContext, Step};

@@ -65,6 +65,16 @@
 //!    over; the size estimate is the number of sorted matches, else 0) and the
 //!    SortResponse (success once sorted; the search's own result code when it failed
 //!    before the sort was done, as OpenLDAP's sssvlv reports it).
+//!
+//! Pausing: a search run in steps ([`PreparedSearch::step`]) returns
+//! [`Step::Paused`] when its sink asks it to ([`ResponseSink::should_pause`]: the client
+//! has not read what was sent, or the search's turn on a worker thread is over), and the
+//! next step goes on from there, as a paged search's next page goes on from its
+//! [`Progress`]: a pause comes after a whole message (or between candidates), so nothing
+//! is pending; an index set iterated in place keeps its rest as a list; the counters
+//! (entries and references written, the page's entries) are carried. The sort's
+//! collection (step 3) does not pause: its output is references only, and the walk that
+//! collects is not resumable without copying it.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -83,7 +93,7 @@ use super::deref::{alias_scopes, deref_base, BaseLookup};
 use super::paged::{request_hash, Continued, PagedSearches};
 use super::referral::continuation_uris;
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
-use super::walk::{Candidates, Progress, SetSource, Source, Walker};
+use super::walk::{Candidates, Mode, Progress, SetSource, Source, Walker};
 use super::{plan, Candidates as Planned};
 use crate::acl::{AccessRules, EntryAccess, Privileges, Requester, Target, What};
 use crate::client::Client;
@@ -199,6 +209,28 @@ struct WalkSearch {
     access: SearchAccess,
     /// The candidates are not (all) from an index (389's `notes=U`).
     unindexed: bool,
+    /// What earlier steps of this run wrote (a paused search).
+    carried: Carried,
+}
+
+/// What the earlier steps of a paused search wrote.
+#[derive(Debug, Default, Clone, Copy)]
+struct Carried {
+    /// SearchResultEntry messages.
+    entries: usize,
+    /// SearchResultReference messages.
+    references: usize,
+    /// Entries of the current page.
+    page: usize,
+}
+
+/// How one step of a search ended.
+#[derive(Debug)]
+pub enum Step {
+    /// The search is over.
+    Done(SearchEnd),
+    /// The sink asked for a pause; the next [`PreparedSearch::step`] goes on.
+    Paused(PreparedSearch),
 }
 
 /// How a search ended, for the session to answer and report (`crate::outcome`).
@@ -240,6 +272,8 @@ enum Stop {
     Fail(OpError),
     /// The sink asked to stop: no SearchResultDone.
     Abandon,
+    /// The sink asked for a pause: the search goes on at the next step.
+    Pause,
 }
 
 /// How the output loop ended.
@@ -248,6 +282,8 @@ enum Outcome {
     /// The page is full; this matching entry starts the next one.
     PageFull(EntryId),
     Abandoned,
+    /// Paused after a whole message (see the module documentation).
+    Paused,
 }
 
 fn lock(paged: &Mutex<PagedSearches>) -> std::sync::MutexGuard<'_, PagedSearches> {
@@ -393,6 +429,7 @@ fn prepare_search(
         admin: ctx.identity.is_admin(),
         access,
         unindexed: limits.unindexed,
+        carried: Carried::default(),
     };
     Ok(PreparedSearch {
         kind: Kind::Walk(Box::new(search)),
@@ -868,6 +905,25 @@ impl PreparedSearch {
         sink: &mut dyn ResponseSink,
         paged: &Mutex<PagedSearches>,
     ) -> SearchEnd {
+        let mut search = self;
+        loop {
+            match search.step(dir, message_id, sink, paged) {
+                Step::Done(end) => return end,
+                Step::Paused(rest) => search = rest,
+            }
+        }
+    }
+
+    /// Runs the search until it ends or `sink` asks for a pause
+    /// ([`ResponseSink::should_pause`]); a paused search goes on at its next step, with the
+    /// same `dir`, `message_id`, `paged` and a sink over the same connection.
+    pub fn step(
+        self,
+        dir: &Directory,
+        message_id: MessageId,
+        sink: &mut dyn ResponseSink,
+        paged: &Mutex<PagedSearches>,
+    ) -> Step {
         match self.kind {
             Kind::Fixed(f) => {
                 let mut end = SearchEnd::done(Reply::from_result(f.result).with_controls(f.controls));
@@ -875,9 +931,9 @@ impl PreparedSearch {
                     larch_proto::encode_search_result_entry(sink.buf(), message_id, dn.as_bytes(), attrs);
                     end.entries = 1;
                 }
-                end
+                Step::Done(end)
             }
-            Kind::Walk(s) => s.run(&dir.optypes, &dir.acl, message_id, sink, paged),
+            Kind::Walk(s) => s.step(&dir.optypes, &dir.acl, message_id, sink, paged),
         }
     }
 }
@@ -897,6 +953,12 @@ struct Run<'a> {
     messages: usize,
     /// Of which references.
     references: usize,
+    /// Entries on the current page (earlier steps of a paused search included).
+    page: usize,
+    /// Candidates examined since the sink was last asked about a pause.
+    since_pause_check: usize,
+    /// False while the sort collects (see the module documentation).
+    may_pause: bool,
     scratch: Vec<u8>,
     entry_buf: Vec<u8>,
 }
@@ -927,8 +989,20 @@ impl Run<'_> {
         if self.messages % FLUSH_ENTRIES == 0 {
             self.check(sink)?;
         }
-        if (self.messages % FLUSH_ENTRIES == 0 || sink.buf().len() >= FLUSH_BYTES) && !sink.flush() {
-            return Err(Stop::Abandon);
+        if self.messages % FLUSH_ENTRIES == 0 || sink.buf().len() >= FLUSH_BYTES {
+            if !sink.flush() {
+                return Err(Stop::Abandon);
+            }
+            self.pause_point(sink)?;
+        }
+        Ok(())
+    }
+
+    /// A place where the search may pause, if the sink asks and the search can.
+    fn pause_point(&mut self, sink: &mut dyn ResponseSink) -> Result<(), Stop> {
+        self.since_pause_check = 0;
+        if self.may_pause && sink.should_pause() {
+            return Err(Stop::Pause);
         }
         Ok(())
     }
@@ -975,6 +1049,11 @@ impl Run<'_> {
         let v = self.v;
         let schema = v.schema();
         loop {
+            // Between candidates, so that a pause loses none.
+            if self.since_pause_check >= TIME_CHECK_EVERY {
+                self.pause_point(sink)?;
+            }
+            self.since_pause_check += 1;
             let Some(id) = src.next_id(v) else { return Ok(None) };
             self.examined += 1;
             if let Some((max, text)) = &s.lookthrough {
@@ -1030,7 +1109,7 @@ impl Run<'_> {
         mut next: impl FnMut(&mut Self, &mut dyn ResponseSink) -> Result<Option<EntryId>, Stop>,
     ) -> Outcome {
         let s = self.s;
-        let mut page = 0usize;
+        let mut page = s.carried.page;
         loop {
             match next(self, sink) {
                 Ok(Some(id)) => {
@@ -1045,47 +1124,63 @@ impl Run<'_> {
                     if s.paged.is_some_and(|p| page >= p.size) {
                         return Outcome::PageFull(id);
                     }
-                    if let Err(stop) = self.emit_entry(id, sink) {
+                    let emitted = self.emit_entry(id, sink);
+                    *returned += 1;
+                    page += 1;
+                    self.page = page;
+                    if let Err(stop) = emitted {
                         return match stop {
                             Stop::Abandon => Outcome::Abandoned,
                             Stop::Fail(e) => Outcome::Finished(Err(e)),
+                            Stop::Pause => Outcome::Paused,
                         };
                     }
-                    *returned += 1;
-                    page += 1;
                 }
                 Ok(None) => return Outcome::Finished(Ok(())),
                 Err(Stop::Fail(e)) => return Outcome::Finished(Err(e)),
                 Err(Stop::Abandon) => return Outcome::Abandoned,
+                Err(Stop::Pause) => return Outcome::Paused,
             }
         }
     }
 }
 
 /// Calls `f` with the walker as the source of candidates; an index set the walk has not
-/// started is iterated in place (no copy) unless the walk must be resumable (paged).
-fn with_candidates<R>(w: &mut Walker, resumable: bool, f: impl FnOnce(&mut dyn Candidates) -> R) -> R {
+/// started is iterated in place (no copy) unless the walk must be resumable (paged). When
+/// `keep_rest` says so of what `f` returned (a pause), the rest of a set iterated in place
+/// stays in the walker as a list.
+fn with_candidates<R>(
+    w: &mut Walker,
+    resumable: bool,
+    f: impl FnOnce(&mut dyn Candidates) -> R,
+    keep_rest: impl FnOnce(&R) -> bool,
+) -> R {
     if !resumable {
         if let Some(set) = w.take_set() {
             let mut src = SetSource {
                 it: set.iter(),
                 scopes: &w.scopes,
             };
-            return f(&mut src);
+            let r = f(&mut src);
+            if keep_rest(&r) {
+                let ids: Vec<EntryId> = src.it.collect();
+                w.mode = Mode::List { ids, pos: 0 };
+            }
+            return r;
         }
     }
     f(w)
 }
 
 impl WalkSearch {
-    fn run(
+    fn step(
         mut self: Box<Self>,
         optypes: &OperationalTypes,
         rules: &AccessRules,
         message_id: MessageId,
         sink: &mut dyn ResponseSink,
         paged: &Mutex<PagedSearches>,
-    ) -> SearchEnd {
+    ) -> Step {
         let version = self.version.clone();
         let v = &*version;
         let progress = match self.progress.take() {
@@ -1108,7 +1203,7 @@ impl WalkSearch {
             Ok(p) => p,
             Err(e) => {
                 let code = e.code;
-                return s.end(None, Some(s.finish(Err(e), None, 0, code)));
+                return Step::Done(s.end(None, Some(s.finish(Err(e), None, 0, code))));
             }
         };
         let mut run = Run {
@@ -1121,45 +1216,53 @@ impl WalkSearch {
             examined: progress.examined,
             messages: 0,
             references: 0,
+            page: s.carried.page,
+            since_pause_check: 0,
+            may_pause: false,
             scratch: Vec::new(),
             entry_buf: Vec::new(),
         };
         if let Err(stop) = run.check(sink) {
-            return match stop {
-                Stop::Abandon => s.end(Some(&run), None),
+            return Step::Done(match stop {
+                Stop::Abandon | Stop::Pause => s.end(Some(&run), None),
                 Stop::Fail(e) => {
                     let code = e.code;
                     s.end(Some(&run), Some(s.finish(Err(e), None, 0, code)))
                 }
-            };
+            });
         }
 
         // Step 3: collect and sort.
         if let (Some(Ok(keys)), Source::Walk(w)) = (&s.sort, &mut progress.source) {
-            let collected = with_candidates(w, false, |src| {
-                let mut ids = Vec::new();
-                loop {
-                    match run.pull(src, sink) {
-                        Ok(Some(id)) => {
-                            ids.push(id);
-                            if !s.admin && ids.len() > MAX_SORTED_ENTRIES {
-                                return Err(Stop::Fail(OpError::new(
-                                    ResultCode::ADMIN_LIMIT_EXCEEDED,
-                                    format!("more than {MAX_SORTED_ENTRIES} entries to sort"),
-                                )));
+            let collected = with_candidates(
+                w,
+                false,
+                |src| {
+                    let mut ids = Vec::new();
+                    loop {
+                        match run.pull(src, sink) {
+                            Ok(Some(id)) => {
+                                ids.push(id);
+                                if !s.admin && ids.len() > MAX_SORTED_ENTRIES {
+                                    return Err(Stop::Fail(OpError::new(
+                                        ResultCode::ADMIN_LIMIT_EXCEEDED,
+                                        format!("more than {MAX_SORTED_ENTRIES} entries to sort"),
+                                    )));
+                                }
                             }
+                            Ok(None) => return Ok(ids),
+                            Err(stop) => return Err(stop),
                         }
-                        Ok(None) => return Ok(ids),
-                        Err(stop) => return Err(stop),
                     }
-                }
-            });
+                },
+                |_| false,
+            );
             let mut ids = match collected {
                 Ok(ids) => ids,
-                Err(Stop::Abandon) => return s.end(Some(&run), None),
+                Err(Stop::Abandon | Stop::Pause) => return Step::Done(s.end(Some(&run), None)),
                 Err(Stop::Fail(e)) => {
                     let code = e.code;
-                    return s.end(Some(&run), Some(s.finish(Err(e), None, 0, code)));
+                    return Step::Done(s.end(Some(&run), Some(s.finish(Err(e), None, 0, code))));
                 }
             };
             sort::sort_ids(v, &mut ids, keys, &mut |id, t| {
@@ -1169,6 +1272,7 @@ impl WalkSearch {
         }
 
         // Step 4: output.
+        run.may_pause = true;
         let mut returned = progress.returned;
         let outcome = match &mut progress.source {
             Source::Sorted { ids, pos } => {
@@ -1184,12 +1288,17 @@ impl WalkSearch {
             }
             Source::Walk(w) => {
                 let mut pending = w.pending.take();
-                let outcome = with_candidates(w, s.paged.is_some(), |src| {
-                    run.output(sink, &mut returned, |run, sink| match pending.take() {
-                        Some(id) => Ok(Some(id)),
-                        None => run.pull(src, sink),
-                    })
-                });
+                let outcome = with_candidates(
+                    w,
+                    s.paged.is_some(),
+                    |src| {
+                        run.output(sink, &mut returned, |run, sink| match pending.take() {
+                            Some(id) => Ok(Some(id)),
+                            None => run.pull(src, sink),
+                        })
+                    },
+                    |outcome| matches!(outcome, Outcome::Paused),
+                );
                 if let Outcome::PageFull(id) = outcome {
                     w.pending = Some(id);
                 }
@@ -1203,6 +1312,21 @@ impl WalkSearch {
         // The sort, when asked for, was done.
         let sort_code = ResultCode::SUCCESS;
         let reply = match outcome {
+            Outcome::Paused => {
+                let carried = Carried {
+                    entries: s.carried.entries + (run.messages - run.references),
+                    references: s.carried.references + run.references,
+                    page: run.page,
+                };
+                progress.returned = returned;
+                progress.examined = run.examined;
+                drop(run);
+                self.carried = carried;
+                self.progress = Some(progress);
+                return Step::Paused(PreparedSearch {
+                    kind: Kind::Walk(self),
+                });
+            }
             Outcome::Abandoned => None,
             Outcome::Finished(result) => Some(s.finish(result, None, estimate, sort_code)),
             Outcome::PageFull(_) => s.paged.map(|p| {
@@ -1212,7 +1336,7 @@ impl WalkSearch {
                 s.finish(Ok(()), Some(&cookie), estimate, sort_code)
             }),
         };
-        s.end(Some(&run), reply)
+        Step::Done(s.end(Some(&run), reply))
     }
 
     /// How the run ended: `reply` with the counts of what `run` wrote.
@@ -1221,8 +1345,8 @@ impl WalkSearch {
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         SearchEnd {
             reply,
-            entries: count(messages - references),
-            references: count(references),
+            entries: count(self.carried.entries + messages - references),
+            references: count(self.carried.references + references),
             notes: SearchNotes {
                 unindexed: self.unindexed,
                 paged: self.paged.is_some(),

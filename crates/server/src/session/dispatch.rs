@@ -14,8 +14,8 @@ use larch_proto::{
 use larch_store::{StoreError, Version, WriteTxn};
 
 use super::complete::{Completion, Ending, OpTrace};
-use super::inflight::{OpClass, OpGuard, StopRequest};
-use super::writer::OutSender;
+use super::inflight::{OpClass, StopRequest};
+use super::search_job::SearchJob;
 use super::Session;
 use crate::acl::ops::check_bind;
 use crate::acl::proxy::proxied_identity;
@@ -30,9 +30,6 @@ use crate::outcome::{respond, CloseReason, Reply, Sent};
 use crate::response::ResponseSink;
 use crate::search::run::SearchEnd;
 use crate::search::{self, SearchContext};
-
-/// Octets a search on a worker thread gathers before handing them to the writer.
-pub const SEARCH_FLUSH_BYTES: usize = 64 * 1024;
 
 /// The controls of a request, as decoded.
 pub(super) type Controls<'m> = Option<SeqOf<'m, Control<'m>>>;
@@ -79,39 +76,6 @@ impl ResponseSink for InlineSink<'_> {
     }
 }
 
-/// Sends a search's responses from a worker thread, waiting while the client is slow.
-struct ChannelSink {
-    buf: Vec<u8>,
-    tx: OutSender,
-    guard: OpGuard,
-    gone: bool,
-    /// Octets handed to the writer so far.
-    sent: u64,
-}
-
-impl ResponseSink for ChannelSink {
-    fn buf(&mut self) -> &mut Vec<u8> {
-        &mut self.buf
-    }
-    fn flush(&mut self) -> bool {
-        if self.buf.len() >= SEARCH_FLUSH_BYTES {
-            let chunk = std::mem::take(&mut self.buf);
-            self.sent += chunk.len() as u64;
-            if self.tx.blocking_send(chunk).is_err() {
-                self.gone = true;
-            }
-        }
-        !self.stopped()
-    }
-    fn stopped(&self) -> bool {
-        let stop = self.gone || self.guard.state().stopped();
-        if stop {
-            self.guard.state().note_seen_stop();
-        }
-        stop
-    }
-}
-
 /// The end of a search, with what it wrote (`bytes` octets before its final response).
 fn search_ending(end: &SearchEnd, bytes: u64) -> Ending<'_> {
     Ending {
@@ -144,6 +108,7 @@ impl Session {
             ProtocolOp::BindRequest(req) => self.bind(trace, &req, msg.controls, pdu, out).await,
             ProtocolOp::UnbindRequest => {
                 self.inflight.abandon_all();
+                self.out_tx.resume_waiting();
                 self.stop_reading = true;
                 self.unbound = true;
                 self.complete(&trace, pdu, None, out, Ending::silent());
@@ -152,6 +117,8 @@ impl Session {
                 let target = self.inflight.get(req.message_id);
                 if let Some(op) = &target {
                     op.request(StopRequest::Abandon);
+                    // A search waiting for the client to read sees it now.
+                    self.out_tx.resume_waiting();
                 }
                 let ending = Ending {
                     target_op: target.map_or(-1, |op| op.op_number),
@@ -354,39 +321,28 @@ impl Session {
             let ending = search_ending(&end, (out.len() - before) as u64);
             return self.complete(&trace, pdu, Some(&identity), out, ending);
         }
+        // What the read answered so far goes out first, so that the search's entries never
+        // overtake the answers to earlier requests (a Bind's, above all).
+        if !out.is_empty() && self.out_tx.write(std::mem::take(out)).await.is_err() {
+            return;
+        }
+        let Ok(place) = self.search_places.clone().acquire_owned().await else {
+            return;
+        };
         let Ok(permit) = self.permits.clone().acquire_owned().await else {
             return;
         };
         let guard = self.inflight.register(trace.msgid, trace.op, OpClass::Search);
         let completion = self.completion(trace, pdu, identity);
-        let (dir, paged, tx) = (self.dir.clone(), self.paged.clone(), self.out_tx.clone());
-        tokio::task::spawn_blocking(move || {
-            let mut sink = ChannelSink {
-                buf: Vec::new(),
-                tx,
-                guard,
-                gone: false,
-                sent: 0,
-            };
-            let mut end = prepared.run(&dir, completion.msgid(), &mut sink, &paged);
-            // A search that saw a stop request has no result; a canceled one answers
-            // `canceled`.
-            let state = sink.guard.state().clone();
-            if end.reply.is_none() && state.seen_stop() && state.stop_request() == StopRequest::Cancel {
-                end.reply = Some(Reply::from(OpError::new(
-                    ResultCode::CANCELED,
-                    "the search was canceled",
-                )));
-                state.mark_canceled();
-            }
-            let bytes = sink.sent + sink.buf.len() as u64;
-            completion.complete(&mut sink.buf, search_ending(&end, bytes));
-            if !sink.buf.is_empty() && !sink.gone {
-                let _ = sink.tx.blocking_send(std::mem::take(&mut sink.buf));
-            }
-            drop(sink);
-            drop(permit);
-        });
+        SearchJob::start(
+            prepared,
+            self.dir.clone(),
+            self.paged.clone(),
+            completion,
+            self.out_tx.clone(),
+            guard,
+            (permit, place),
+        );
     }
 
     /// Compare: a read, inline.
@@ -628,6 +584,8 @@ impl Session {
             op.request(StopRequest::None);
         } else {
             op.request(StopRequest::Cancel);
+            // A search waiting for the client to read sees it now.
+            self.out_tx.resume_waiting();
         }
         // Through the same queue as the search's own responses, after them: the canceled
         // operation's final response goes out before the Cancel's.

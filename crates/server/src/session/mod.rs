@@ -6,8 +6,10 @@
 //!    limit from its header) and decodes each in place, borrowing from the buffer;
 //! 2. each request is dispatched ([`dispatch`]): small searches, compares and extended
 //!    operations run inline and append their responses to one output buffer; large
-//!    searches run on a worker thread; writes are handed to the store's writer thread
-//!    and answered when their batch is durable;
+//!    searches run as jobs on the directory's search threads (`search_job`), at most
+//!    [`SEARCHES_PER_CONNECTION`] at once per connection, and never wait on a thread for
+//!    the client to read; writes are handed to the store's writer thread and answered
+//!    when their batch is durable;
 //! 3. after the last complete PDU of the read, the output buffer goes to the writing side
 //!    ([`writer`]) in one piece: written to the socket at once when nothing else is
 //!    waiting to be written, else queued for the writer task, which coalesces it with
@@ -33,6 +35,7 @@ mod complete;
 mod dispatch;
 pub mod inflight;
 mod password_modify;
+mod search_job;
 mod starttls;
 mod stream;
 mod writer;
@@ -58,8 +61,9 @@ use crate::search::PagedSearches;
 use inflight::InFlight;
 use stream::Conn;
 
+pub use search_job::{SEARCHES_PER_CONNECTION, SEARCH_FLUSH_BYTES, SEARCH_TURN};
 use writer::{DoneSender, OutSender, Outbox};
-pub use writer::{MAX_COALESCED_BYTES, OUT_QUEUE_CHUNKS};
+pub use writer::{CONNECTION_BUFFERED_OUTPUT, MAX_COALESCED_BYTES, OUT_QUEUE_CHUNKS};
 
 /// Octets read from the socket at a time (the buffer grows for a larger PDU, up to the
 /// PDU limit).
@@ -129,6 +133,8 @@ pub(crate) struct Session {
     reader: StoreReader,
     inflight: Arc<InFlight>,
     permits: Arc<Semaphore>,
+    /// The connection's places for large searches ([`SEARCHES_PER_CONNECTION`]).
+    search_places: Arc<Semaphore>,
     max_ops: u32,
     paged: Arc<Mutex<PagedSearches>>,
     out_tx: OutSender,
@@ -204,7 +210,7 @@ pub async fn serve(
     };
     let (mut rd, wr) = conn.split();
     let limits = ctx.dir.config.limits.clone();
-    let (outbox, out_tx, done_tx, queues) = Outbox::new(closing.clone());
+    let (outbox, out_tx, done_tx, queues) = Outbox::new(closing.clone(), ctx.dir.output_budget.clone());
     outbox.install(wr);
     let mut writer = Some(tokio::spawn(writer::run(outbox, queues, limits.write_timeout)));
     let max_ops = u32::try_from(limits.max_ops_per_connection.max(1)).unwrap_or(u32::MAX >> 4);
@@ -219,6 +225,7 @@ pub async fn serve(
         client: Arc::new(client),
         inflight,
         permits: Arc::new(Semaphore::new(max_ops as usize)),
+        search_places: Arc::new(Semaphore::new(SEARCHES_PER_CONNECTION)),
         max_ops,
         paged: Arc::new(Mutex::new(PagedSearches::default())),
         out_tx,

@@ -83,7 +83,7 @@ impl Session {
         closing: &Arc<Closing>,
     ) -> Option<(ConnRead, JoinHandle<Option<ConnWrite>>)> {
         let tls = self.dir.tls.clone()?;
-        let (outbox, out_tx, done_tx, queues) = Outbox::new(closing.clone());
+        let (outbox, out_tx, done_tx, queues) = Outbox::new(closing.clone(), self.dir.output_budget.clone());
         drop(std::mem::replace(&mut self.out_tx, out_tx));
         drop(std::mem::replace(&mut self.done_tx, done_tx));
         let wr = writer_task?.await.ok()??;

@@ -11,8 +11,16 @@
 //!   whatever the operations produced, coalescing everything ready into one write. Two
 //!   queues feed it:
 //!   - a bounded one ([`OUT_QUEUE_CHUNKS`] chunks) for the reading side and for searches
-//!     running on worker threads: when the client stops reading, they wait here, and the
-//!     reading side stops reading requests (back-pressure instead of unbounded memory);
+//!     running on worker threads: when the client stops reading, the reading side waits
+//!     here (a task, no thread) and stops reading requests (back-pressure instead of
+//!     unbounded memory); a search never waits: when the queue holds
+//!     [`CONNECTION_BUFFERED_OUTPUT`] octets or its chunks, or the server holds its
+//!     [`crate::output_budget::MAX_BUFFERED_OUTPUT`], the search hands its resumption to the
+//!     outbox ([`OutSender::wait_for_room`]) or to the server's budget and leaves its
+//!     thread; the writer task resumes the outbox's waiters each time it takes chunks out
+//!     (the count is lowered before the waiters are looked at, under the lock a waiter
+//!     checks the count under, so none is forgotten), and when it ends (the connection
+//!     closes: the resumed searches find it closed and end);
 //!   - an unbounded one for the results of writes, sent from the store's writer thread,
 //!     which must never block; it holds at most one response per operation in flight, and
 //!     operations in flight are limited per connection.
@@ -44,9 +52,15 @@ use tokio::sync::mpsc;
 
 use super::stream::ConnWrite;
 use super::Closing;
+use crate::output_budget::{OutputBudget, Resume};
 
 /// Chunks the bounded queue holds before its senders wait.
 pub const OUT_QUEUE_CHUNKS: usize = 64;
+
+/// Octets waiting in one connection's queues beyond which its searches wait for the writer
+/// (they may pass it by one chunk each): enough to keep a fast client's socket busy (four
+/// coalesced writes), little enough that thousands of connections stay small.
+pub const CONNECTION_BUFFERED_OUTPUT: usize = 4 * MAX_COALESCED_BYTES;
 
 /// Most octets gathered into one socket write (more waits for the next).
 pub const MAX_COALESCED_BYTES: usize = 256 * 1024;
@@ -56,6 +70,12 @@ pub(crate) struct Outbox {
     slot: Mutex<Slot>,
     /// Chunks sent into the queues that the writer task has not taken yet.
     queued: AtomicUsize,
+    /// Their octets.
+    queued_bytes: AtomicUsize,
+    /// Searches waiting for room in this connection's queue.
+    waiting: Mutex<Vec<Resume>>,
+    /// The server's count of waiting octets.
+    budget: Arc<OutputBudget>,
     closing: Arc<Closing>,
 }
 
@@ -93,16 +113,34 @@ pub(crate) struct DoneSender {
 #[derive(Debug)]
 pub(crate) struct Closed;
 
+/// Why [`OutSender::try_send`] did not take a chunk.
+#[derive(Debug)]
+pub(crate) enum NotSent {
+    /// This connection's queue is full: the chunk comes back; wait with
+    /// [`OutSender::wait_for_room`].
+    ConnectionFull(Vec<u8>),
+    /// The server holds its most octets: the chunk comes back; wait on the budget.
+    ServerFull(Vec<u8>),
+    /// The connection is closing.
+    Closed,
+}
+
 impl Outbox {
     /// A new outbox with no socket yet ([`Outbox::install`]), its two senders and the
     /// queues for its writer task.
-    pub(crate) fn new(closing: Arc<Closing>) -> (Arc<Outbox>, OutSender, DoneSender, Queues) {
+    pub(crate) fn new(
+        closing: Arc<Closing>,
+        budget: Arc<OutputBudget>,
+    ) -> (Arc<Outbox>, OutSender, DoneSender, Queues) {
         let outbox = Arc::new(Outbox {
             slot: Mutex::new(Slot {
                 socket: None,
                 unsent: Vec::new(),
             }),
             queued: AtomicUsize::new(0),
+            queued_bytes: AtomicUsize::new(0),
+            waiting: Mutex::new(Vec::new()),
+            budget,
             closing,
         });
         let (out_tx, out) = mpsc::channel(OUT_QUEUE_CHUNKS);
@@ -171,10 +209,39 @@ impl Outbox {
         Some(Vec::new())
     }
 
-    /// Uncounts a chunk whose queue turned out to be gone.
-    fn unqueue(&self) -> Closed {
+    /// Counts a chunk of `n` octets as queued.
+    fn count(&self, n: usize) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.queued_bytes.fetch_add(n, Ordering::SeqCst);
+        self.budget.take(n);
+    }
+
+    /// Uncounts a chunk of `n` octets: the writer took it, or its queue turned out to be
+    /// gone or full.
+    fn uncount(&self, n: usize) {
         self.queued.fetch_sub(1, Ordering::AcqRel);
+        self.queued_bytes.fetch_sub(n, Ordering::SeqCst);
+        self.budget.give(n);
+    }
+
+    /// Uncounts a chunk whose queue turned out to be gone.
+    fn unqueue(&self, n: usize) -> Closed {
+        self.uncount(n);
         Closed
+    }
+
+    fn waiting(&self) -> MutexGuard<'_, Vec<Resume>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Resumes every search waiting for room in this connection's queue (the writer took
+    /// chunks out, the connection closes, or an operation was abandoned or cancelled and
+    /// must see it).
+    pub(crate) fn resume_waiting(&self) {
+        let resumed = std::mem::take(&mut *self.waiting());
+        for resume in resumed {
+            resume();
+        }
     }
 
     /// The socket failed: the connection closes, like after a failed write of the task.
@@ -187,14 +254,66 @@ impl Outbox {
 impl OutSender {
     /// Queues `chunk`, waiting while the queue is full.
     pub(crate) async fn send(&self, chunk: Vec<u8>) -> Result<(), Closed> {
-        self.outbox.queued.fetch_add(1, Ordering::AcqRel);
-        self.tx.send(chunk).await.map_err(|_| self.outbox.unqueue())
+        let n = chunk.len();
+        self.outbox.count(n);
+        self.tx.send(chunk).await.map_err(|_| self.outbox.unqueue(n))
     }
 
-    /// Queues `chunk` from a thread outside the runtime, blocking while the queue is full.
-    pub(crate) fn blocking_send(&self, chunk: Vec<u8>) -> Result<(), Closed> {
+    /// True while this connection's queue has room for a search's chunk.
+    fn has_room(&self) -> bool {
+        self.outbox.queued_bytes.load(Ordering::SeqCst) < CONNECTION_BUFFERED_OUTPUT && self.tx.capacity() > 0
+    }
+
+    /// Queues `chunk` if the connection's queue and the server's budget have room, without
+    /// waiting (a search on a worker thread).
+    pub(crate) fn try_send(&self, chunk: Vec<u8>) -> Result<(), NotSent> {
+        if self.outbox.closing.is_closed() {
+            return Err(NotSent::Closed);
+        }
+        if !self.has_room() {
+            return Err(NotSent::ConnectionFull(chunk));
+        }
+        let n = chunk.len();
+        if !self.outbox.budget.try_take(n) {
+            return Err(NotSent::ServerFull(chunk));
+        }
         self.outbox.queued.fetch_add(1, Ordering::AcqRel);
-        self.tx.blocking_send(chunk).map_err(|_| self.outbox.unqueue())
+        self.outbox.queued_bytes.fetch_add(n, Ordering::SeqCst);
+        match self.tx.try_send(chunk) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(chunk)) => {
+                self.outbox.uncount(n);
+                Err(NotSent::ConnectionFull(chunk))
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.outbox.uncount(n);
+                Err(NotSent::Closed)
+            }
+        }
+    }
+
+    /// Keeps `resume` until the writer task takes chunks out of this connection's queue or
+    /// the connection closes; runs it at once if either happened since `try_send` found no
+    /// room.
+    pub(crate) fn wait_for_room(&self, resume: Resume) {
+        let mut waiting = self.outbox.waiting();
+        if self.has_room() || self.outbox.closing.is_closed() {
+            drop(waiting);
+            resume();
+            return;
+        }
+        waiting.push(resume);
+    }
+
+    /// Keeps `resume` until the server's budget has room again.
+    pub(crate) fn wait_for_budget(&self, resume: Resume) {
+        self.outbox.budget.wait(resume);
+    }
+
+    /// Resumes the searches waiting for room on this connection (see
+    /// [`Outbox::resume_waiting`]).
+    pub(crate) fn resume_waiting(&self) {
+        self.outbox.resume_waiting();
     }
 
     /// Writes `chunk` at once when it can ([`Outbox::write_now`]), else queues it.
@@ -209,24 +328,51 @@ impl OutSender {
 impl DoneSender {
     /// Queues `chunk` (never waits).
     pub(crate) fn send(&self, chunk: Vec<u8>) -> Result<(), Closed> {
-        self.outbox.queued.fetch_add(1, Ordering::AcqRel);
-        self.tx.send(chunk).map_err(|_| self.outbox.unqueue())
+        let n = chunk.len();
+        self.outbox.count(n);
+        self.tx.send(chunk).map_err(|_| self.outbox.unqueue(n))
+    }
+}
+
+/// The writer task's queues, which, when the task ends however it ends, close, give back
+/// the count of the chunks left in them, and resume the outbox's waiting searches (on
+/// every ending but the last sender's going, the connection is closed first, so the
+/// resumed searches find it closed).
+struct Draining {
+    outbox: Arc<Outbox>,
+    out: mpsc::Receiver<Vec<u8>>,
+    done: mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+impl Drop for Draining {
+    fn drop(&mut self) {
+        self.out.close();
+        self.done.close();
+        while let Ok(chunk) = self.out.try_recv().or_else(|_| self.done.try_recv()) {
+            self.outbox.uncount(chunk.len());
+        }
+        self.outbox.resume_waiting();
     }
 }
 
 /// The writer task: runs until every sender is gone (then returns the socket's half) or
 /// the socket fails (then closes the connection and returns `None`).
 pub(crate) async fn run(outbox: Arc<Outbox>, queues: Queues, write_timeout: Duration) -> Option<ConnWrite> {
-    let Queues { mut out, mut done } = queues;
+    let Queues { out, done } = queues;
+    let mut q = Draining {
+        outbox: outbox.clone(),
+        out,
+        done,
+    };
     let mut out_open = true;
     let mut done_open = true;
     while out_open || done_open {
         let first = tokio::select! {
-            chunk = out.recv(), if out_open => match chunk {
+            chunk = q.out.recv(), if out_open => match chunk {
                 Some(c) => c,
                 None => { out_open = false; continue; }
             },
-            chunk = done.recv(), if done_open => match chunk {
+            chunk = q.done.recv(), if done_open => match chunk {
                 Some(c) => c,
                 None => { done_open = false; continue; }
             },
@@ -234,7 +380,7 @@ pub(crate) async fn run(outbox: Arc<Outbox>, queues: Queues, write_timeout: Dura
         // Take the socket before counting the chunk as taken (see the module docs).
         let (mut socket, mut buf) = {
             let mut slot = outbox.lock();
-            outbox.queued.fetch_sub(1, Ordering::AcqRel);
+            outbox.uncount(first.len());
             match slot.socket.take() {
                 Some(socket) => (socket, std::mem::take(&mut slot.unsent)),
                 // Only this task takes it: never, but not a reason to panic.
@@ -247,14 +393,16 @@ pub(crate) async fn run(outbox: Arc<Outbox>, queues: Queues, write_timeout: Dura
         };
         buf.extend_from_slice(&first);
         while buf.len() < MAX_COALESCED_BYTES {
-            match out.try_recv().or_else(|_| done.try_recv()) {
+            match q.out.try_recv().or_else(|_| q.done.try_recv()) {
                 Ok(more) => {
-                    outbox.queued.fetch_sub(1, Ordering::AcqRel);
+                    outbox.uncount(more.len());
                     buf.extend_from_slice(&more);
                 }
                 Err(_) => break,
             }
         }
+        // Room was made: the searches waiting for it go on while this write goes out.
+        outbox.resume_waiting();
         if outbox.closing.is_closed() {
             return None;
         }
@@ -294,7 +442,8 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
         let (server_read, server_write) = server.into_split();
-        let (outbox, out_tx, done_tx, queues) = Outbox::new(Arc::new(Closing::default()));
+        let (outbox, out_tx, done_tx, queues) =
+            Outbox::new(Arc::new(Closing::default()), Arc::new(OutputBudget::default()));
         outbox.install(ConnWrite::Plain(server_write));
         (outbox, out_tx, done_tx, queues, client, server_read)
     }
