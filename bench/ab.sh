@@ -17,8 +17,9 @@
 #      and server CPU per operation (all threads of the server process, user + kernel),
 #      then B/A ratios for each round.
 # Workloads: search-1.1 / search-all (8 connections x 8 in flight), search-1.1-d1 (16
-# connections, one request in flight each), auth-same (search+bind on the same
-# connection), modify (8 x 8) and modify-d1 (16 x 1).
+# connections, one request in flight each), search-large-d1 (16 x 1: one surname, some
+# hundreds of entries with all their attributes, a search run on the search threads),
+# auth-same (search+bind on the same connection), modify (8 x 8) and modify-d1 (16 x 1).
 # Servers are stopped by PID at the end. Loopback only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +61,8 @@ wait_ldap() { # URL
 
 say "generating $entries entries"
 "$a_bin" gen -n "$entries" -o "$work/data" --seed 1 >&2
+# The surnames: the last word of each cn.
+awk '{ print $NF }' "$work/data/cn.txt" | sort -u >"$work/data/sn.txt"
 declare -A url pid
 for v in a b; do
   bin_var=${v}_bin toml_var=${v}_toml
@@ -83,6 +86,7 @@ run() { # variant workload
     search-1.1) args=(-W search -f '(cn={})' -a none --values "$work/data/cn.txt" -c 8 -d 8) ;;
     search-all) args=(-W search -f '(cn={})' -a all --values "$work/data/cn.txt" -c 8 -d 8) ;;
     search-1.1-d1) args=(-W search -f '(cn={})' -a none --values "$work/data/cn.txt" -c 16 -d 1) ;;
+    search-large-d1) args=(-W search -f '(sn={})' -a all --values "$work/data/sn.txt" -c 16 -d 1) ;;
     auth-same) args=(-W auth --auth-connection same --auth-values "$work/data/uid.txt" -c 16) ;;
     modify) args=(-W modify --dns "$work/data/dn.txt" -D "$rootdn" -w "$rootpw" -c 8 -d 8) ;;
     modify-d1) args=(-W modify --dns "$work/data/dn.txt" -D "$rootdn" -w "$rootpw" -c 16 -d 1) ;;

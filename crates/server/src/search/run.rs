@@ -893,6 +893,12 @@ impl PreparedSearch {
         }
     }
 
+    /// True for a later page of a paged search (its state was taken from the connection's
+    /// kept searches: answering it with an error would end the paging).
+    pub fn is_continued(&self) -> bool {
+        matches!(&self.kind, Kind::Walk(s) if s.progress.is_some())
+    }
+
     /// Runs the search: writes SearchResultEntry and SearchResultReference messages to
     /// `sink`, flushing every [`FLUSH_ENTRIES`] messages or [`FLUSH_BYTES`] octets, and
     /// returns how it ended: the SearchResultDone's reply (with the paged and sort response

@@ -15,7 +15,7 @@ use larch_store::{StoreError, Version, WriteTxn};
 
 use super::complete::{Completion, Ending, OpTrace};
 use super::inflight::{OpClass, StopRequest};
-use super::search_job::SearchJob;
+use super::search_job::{SearchJob, MAX_WAITING_SEARCHES_PER_THREAD};
 use super::Session;
 use crate::acl::ops::check_bind;
 use crate::acl::proxy::proxied_identity;
@@ -319,6 +319,16 @@ impl Session {
             let before = out.len();
             let end = prepared.run(&self.dir, trace.msgid, &mut InlineSink { out }, &self.paged);
             let ending = search_ending(&end, (out.len() - before) as u64);
+            return self.complete(&trace, pdu, Some(&identity), out, ending);
+        }
+        let waiting = self.dir.search_workers.queued();
+        let most = MAX_WAITING_SEARCHES_PER_THREAD * self.dir.search_workers.threads();
+        if waiting >= most && !prepared.is_continued() {
+            let reply = Reply::from(OpError::new(
+                ResultCode::BUSY,
+                format!("the server is busy: {waiting} searches are waiting for a search thread; try again"),
+            ));
+            let ending = Ending::reply(op_tag::SEARCH_RESULT_DONE, &reply);
             return self.complete(&trace, pdu, Some(&identity), out, ending);
         }
         // What the read answered so far goes out first, so that the search's entries never

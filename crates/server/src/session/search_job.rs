@@ -2,7 +2,9 @@
 //! never holds a thread while its client does not read.
 //!
 //! How a job runs:
-//! 1. the connection hands the prepared search over with one of its
+//! 1. when more than [`MAX_WAITING_SEARCHES_PER_THREAD`] searches wait for each thread, a
+//!    new one is answered `busy` (51) at once; else the connection hands the prepared
+//!    search over with one of its
 //!    [`SEARCHES_PER_CONNECTION`] search places (the reading side waits, as a task, for a
 //!    free one) and its operation permit;
 //! 2. a step ([`SearchJob::step`]) runs the search ([`PreparedSearch::step`]) until it
@@ -52,6 +54,12 @@ pub const SEARCH_FLUSH_BYTES: usize = 64 * 1024;
 /// crowd out the others on the threads' queue, and a bound on the buffers a connection
 /// that stops reading holds.
 pub const SEARCHES_PER_CONNECTION: usize = 4;
+
+/// Searches (new ones, resumed ones, ones whose turn is over) that may wait for each search
+/// thread before a new large search is answered `busy` (51) instead of queued: with turns
+/// of [`SEARCH_TURN`], a waiting search gets a thread within about 0.64 s however many
+/// clients ask, and an overload is refused rather than answered ever later.
+pub const MAX_WAITING_SEARCHES_PER_THREAD: usize = 64;
 
 /// How long one step of a search runs before it lets the next job take the thread.
 pub const SEARCH_TURN: Duration = Duration::from_millis(10);
