@@ -51,7 +51,8 @@ use larch_store::StoreOptions;
 pub use access::AccessConfig;
 pub use bind_throttle::{
     BindThrottleSettings, IpNetwork, DEFAULT_BIND_FAILURE_WINDOW, DEFAULT_BIND_INITIAL_DELAY,
-    DEFAULT_BIND_MAX_DELAY, DEFAULT_BIND_MAX_FAILURES, MAX_BIND_DELAY, MAX_EXEMPT_NETWORKS,
+    DEFAULT_BIND_MAX_DELAY, DEFAULT_BIND_MAX_FAILURES, DEFAULT_BIND_MAX_FAILURES_PER_ADDRESS,
+    DEFAULT_BIND_MAX_FAILURES_PER_DN, MAX_BIND_DELAY, MAX_EXEMPT_NETWORKS,
 };
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
