@@ -506,8 +506,12 @@ fn zero_means_off_where_documented() {
     assert_eq!(c.store.snapshot_after_records, None);
     assert_eq!(c.limits.idle_timeout, None);
     // 0 connections: the limit follows the open-files limit, no cap per address.
-    let c = ServerConfig::from_toml_str("[limits]\nmax_connections = 0\nmax_connections_per_ip = 0\n").unwrap();
-    assert_eq!((c.limits.max_connections, c.limits.max_connections_per_ip), (None, None));
+    let c =
+        ServerConfig::from_toml_str("[limits]\nmax_connections = 0\nmax_connections_per_ip = 0\n").unwrap();
+    assert_eq!(
+        (c.limits.max_connections, c.limits.max_connections_per_ip),
+        (None, None)
+    );
     assert_eq!(c.limits, ServerConfig::default().limits);
     let c = ServerConfig::from_toml_str("[bind_throttle]\nmax_failures_per_dn = 0\n").unwrap();
     assert_eq!(c.bind_throttle.max_failures_per_dn, 0);

@@ -265,7 +265,10 @@ pub fn plain_account(dir: &Directory, mechanism: &[u8], credentials: Option<&[u8
     let norm = (name.len() <= MAX_BIND_DN_BYTES)
         .then(|| NormDn::from_text(name, &*dir.schema).ok())
         .flatten();
-    Some(dir.bind_throttle.account(norm.as_ref().map_or("", NormDn::as_str)))
+    Some(
+        dir.bind_throttle
+            .account(norm.as_ref().map_or("", NormDn::as_str)),
+    )
 }
 
 /// `text` without `prefix` (compared without regard to ASCII case).

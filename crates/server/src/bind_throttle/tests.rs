@@ -44,7 +44,10 @@ fn a_pair_is_held_back_from_its_threshold_and_nobody_else_is() {
     th.record_failure(ip(A), x, t(10));
     assert_eq!(th.check(ip(A), x, t(20)), Decision::Proceed);
     th.record_failure(ip(A), x, t(30));
-    assert_eq!(th.check(ip(A), x, t(40)), Decision::Wait(Duration::from_millis(990)));
+    assert_eq!(
+        th.check(ip(A), x, t(40)),
+        Decision::Wait(Duration::from_millis(990))
+    );
     // Another account from the same address, and the same account from another address
     // (below the account rule's threshold), are not held back at all.
     assert_eq!(th.check(ip(A), admin, t(40)), Decision::Proceed);
@@ -82,9 +85,7 @@ fn a_queue_longer_than_the_cap_is_refused_for_that_account_only() {
     // Reserved until 8.005 s: a second check would wait 8 s, above the cap.
     assert_eq!(
         th.check(ip(A), x, t(5)),
-        Decision::Refuse {
-            retry_after: secs(8)
-        }
+        Decision::Refuse { retry_after: secs(8) }
     );
     // Refusals reserve nothing: once the first has gone, the next one waits again.
     assert_eq!(th.check(ip(A), x, t(4005)), Decision::Wait(secs(4)));
@@ -100,7 +101,10 @@ fn guessing_one_account_from_many_addresses_is_held_back_everywhere() {
     let th = BindThrottle::new(settings());
     let (x, y) = (th.account("uid=x"), th.account("uid=y"));
     // Two failures from each of three addresses: no pair reaches 3, the account reaches 6.
-    for (n, addr) in ["198.51.100.1", "198.51.100.2", "198.51.100.3"].iter().enumerate() {
+    for (n, addr) in ["198.51.100.1", "198.51.100.2", "198.51.100.3"]
+        .iter()
+        .enumerate()
+    {
         th.record_failure(ip(addr), x, t(n as u64 * 2));
         th.record_failure(ip(addr), x, t(n as u64 * 2 + 1));
     }
@@ -139,14 +143,14 @@ fn a_success_clears_its_pair_and_only_its_own_failures() {
     th.record_success(ip(A), x, t(2020));
     assert_eq!(th.check(ip("192.0.2.3"), x, t(2030)), Decision::Proceed);
     th.record_failure(ip("192.0.2.3"), x, t(2040));
-    assert!(matches!(
-        th.check(ip("192.0.2.4"), x, t(2050)),
-        Decision::Wait(_)
-    ));
+    assert!(matches!(th.check(ip("192.0.2.4"), x, t(2050)), Decision::Wait(_)));
     // A success of another account from B takes nothing back from x.
     let y = th.account("uid=y");
     th.record_success(ip(B), y, t(2060));
-    assert!(matches!(th.check(ip(B), x, t(2070)), Decision::Wait(_) | Decision::Refuse { .. }));
+    assert!(matches!(
+        th.check(ip(B), x, t(2070)),
+        Decision::Wait(_) | Decision::Refuse { .. }
+    ));
 }
 
 #[test]
@@ -157,7 +161,11 @@ fn a_trickle_of_failures_never_adds_up() {
     // One failure every 59 s for an hour: the pair rule forgets one every 20 s.
     for n in 0..60u64 {
         th.record_failure(ip(A), x, t(n * 59_000));
-        assert_eq!(th.check(ip(A), x, t(n * 59_000 + 1)), Decision::Proceed, "failure {n}");
+        assert_eq!(
+            th.check(ip(A), x, t(n * 59_000 + 1)),
+            Decision::Proceed,
+            "failure {n}"
+        );
     }
     // A burst is remembered, then forgotten one failure per 20 s.
     for n in 0..3 {
@@ -216,7 +224,10 @@ fn exempt_disabled_and_ipv6_networks() {
         // Addresses of one /64 count together.
         th.record_failure(ip(&format!("2001:db8:1:2::{n:x}")), y, t(n));
     }
-    assert!(matches!(th.check(ip("2001:db8:1:2::ffff"), y, t(20)), Decision::Wait(_)));
+    assert!(matches!(
+        th.check(ip("2001:db8:1:2::ffff"), y, t(20)),
+        Decision::Wait(_)
+    ));
     assert_eq!(th.check(ip("2001:db8:1:3::1"), y, t(20)), Decision::Proceed);
     s.enabled = false;
     let off = BindThrottle::new(s);
@@ -243,6 +254,9 @@ fn the_table_never_holds_more_than_its_bound_and_keeps_the_highest_counts() {
     assert!(th.table.held() <= 8, "{}", th.table.held());
     // The account under attack kept its counts: still held back.
     assert!(matches!(th.check(ip(A), x, t(700)), Decision::Wait(_)));
-    assert!(matches!(th.check(ip(B), x, t(700)), Decision::Wait(_) | Decision::Refuse { .. }));
+    assert!(matches!(
+        th.check(ip(B), x, t(700)),
+        Decision::Wait(_) | Decision::Refuse { .. }
+    ));
     assert_eq!(MAX_TRACKED_COUNTS, 16_384);
 }

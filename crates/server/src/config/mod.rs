@@ -701,7 +701,10 @@ impl ServerConfig {
         }
         for (key, v) in [
             ("limits.max_connections", l.max_connections.unwrap_or(1)),
-            ("limits.max_connections_per_ip", l.max_connections_per_ip.unwrap_or(1)),
+            (
+                "limits.max_connections_per_ip",
+                l.max_connections_per_ip.unwrap_or(1),
+            ),
             ("limits.max_ops_per_connection", l.max_ops_per_connection),
             ("limits.size_limit", l.size_limit),
             ("limits.lookthrough_limit", l.lookthrough_limit),

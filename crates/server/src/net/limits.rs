@@ -213,9 +213,6 @@ mod tests {
             connection_limit(None, Some(100)),
             (MIN_CONNECTIONS, LimitSource::FdLimitTooLow(100))
         );
-        assert_eq!(
-            connection_limit(None, None),
-            (usize::MAX, LimitSource::Unlimited)
-        );
+        assert_eq!(connection_limit(None, None), (usize::MAX, LimitSource::Unlimited));
     }
 }

@@ -20,9 +20,9 @@
 use larch_proto::exop::{ExtendedValue, PasswordModifyRequest, PasswordModifyResponse};
 use larch_proto::{op_tag, ExtendedRequest, ResultCode};
 
+use super::bind::Checked;
 use super::complete::{Ending, OpTrace};
 use super::dispatch::Controls;
-use super::bind::Checked;
 use super::Session;
 use crate::auth::confidentiality;
 use crate::controls::{OpKind, RequestControls};
