@@ -221,7 +221,7 @@ def test_failed_binds_hold_back_and_refuse_further_binds(make_extra_server):
 
 # The delay of the throttle in the next test: long enough that a bind held back by it is
 # told apart from one answered at once.
-THROTTLE_DELAY_S = 2.0
+THROTTLE_DELAY_S = 2
 # Failed binds sent at once at one account.
 FAILED_BURST = 30
 # "At once": well under THROTTLE_DELAY_S.
