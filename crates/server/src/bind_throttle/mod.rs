@@ -142,7 +142,9 @@ impl BindThrottle {
         }
         let origin = Origin::of(ip);
         let max_delay = self.settings.max_delay;
-        // The address rule first: it never refuses, so its reservation is capped.
+        // The address rule first: it never refuses, so its reservation is capped. When the
+        // pair or account rule then refuses, that reservation stays: it holds the
+        // address's later checks back by at most one more delay, within the cap.
         let mut slot = now;
         if self.threshold(Rule::Origin) > 0 {
             let mut shard = self.table.lock(Key::Origin(origin));
