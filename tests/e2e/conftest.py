@@ -131,8 +131,8 @@ class LdapServer:
 
     def _setup_larch(self, extra_toml):
         # Every test binds from 127.0.0.1, and several bind with wrong passwords on
-        # purpose: the failed-bind throttle would hold back the binds of the tests after
-        # them. Loopback is exempt here unless a test configures the throttle itself
+        # purpose (the admin's DN among them): the failed-bind throttle would hold back
+        # the binds of those DNs in the tests after them. Loopback is exempt here unless a test configures the throttle itself
         # (test_passwords.py does, on its own server).
         if "[bind_throttle]" not in extra_toml:
             extra_toml += "\n[bind_throttle]\nexempt_loopback = true\n"

@@ -4,6 +4,7 @@ values are stored, a password change by Modify (delete the old value, add the ne
 failed-bind throttle."""
 
 import threading
+import time
 
 import pytest
 
@@ -216,3 +217,68 @@ def test_failed_binds_hold_back_and_refuse_further_binds(make_extra_server):
     finally:
         first.close()
         second.close()
+
+
+# The delay of the throttle in the next test: long enough that a bind held back by it is
+# told apart from one answered at once.
+THROTTLE_DELAY_S = 2
+# Failed binds sent at once at one account.
+FAILED_BURST = 30
+# "At once": well under THROTTLE_DELAY_S.
+AT_ONCE_S = 1.0
+
+
+def timed_bind(srv, dn, password):
+    """A simple bind on a new connection: (the BindResponse, seconds it took)."""
+    c = w.RawConnection(srv.host, srv.port, timeout=30)
+    try:
+        started = time.monotonic()
+        answer = c.request(1, w.bind_simple(dn, password))[-1]
+        return answer, time.monotonic() - started
+    finally:
+        c.close()
+
+
+@pytest.mark.larch_only("the failed-bind throttle is Larch's ([bind_throttle])")
+def test_failed_binds_at_one_account_do_not_hold_back_another(make_extra_server):
+    """A burst of wrong passwords for uid=x from 127.0.0.1; then the admin's binds with the
+    right password from the same address, four at once, all succeed at once, while guesses
+    at uid=x stay held back."""
+    srv = make_extra_server(larch_extra_toml=f'[bind_throttle]\ninitial_delay = "{THROTTLE_DELAY_S}s"\n'
+                                             f'max_delay = "{THROTTLE_DELAY_S}s"\n')
+    admin = connect(srv, srv.admin_dn, srv.admin_pw)
+    x = f"uid=x,{srv.base}"
+    person(admin, x, "right")
+    admin.unbind()
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(timed_bind(srv, x, "wrong")[0]))
+               for _ in range(FAILED_BURST)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(answers) == FAILED_BURST
+    assert all(a.code in (49, 53) for a in answers), [a.code for a in answers]
+    assert any(a.code == 49 for a in answers)
+
+    admin_binds = []
+    threads = [threading.Thread(target=lambda: admin_binds.append(timed_bind(srv, srv.admin_dn, srv.admin_pw)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(admin_binds) == 4
+    for answer, took in admin_binds:
+        assert_result(answer, "success")
+        assert took < AT_ONCE_S, f"the admin's bind took {took:.2f} s"
+
+    # Guessing at uid=x goes on being held back: a guess right after another waits the
+    # delay, or is refused when the line for x is longer than that.
+    timed_bind(srv, x, "wrong")
+    answer, took = timed_bind(srv, x, "wrong")
+    if answer.code == 53:
+        assert "try again" in answer.diag, answer.diag
+    else:
+        assert answer.code == 49, answer
+        assert took >= THROTTLE_DELAY_S * 0.75, f"a guess at uid=x took {took:.2f} s"

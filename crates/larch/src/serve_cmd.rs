@@ -8,9 +8,12 @@
 //! 2. install the error log of `[error_log]` ([`crate::error_log`]); from here on every
 //!    message is a `tracing` event, and a failure that ends the server is logged there
 //!    (and said on standard error as well when the error log is a file);
-//! 3. open the store, set up a new data directory, start the runtime, the SIGHUP handler
+//! 3. raise the open-files limit (soft `RLIMIT_NOFILE`) to the hard one and say so: the
+//!    connection limit follows it unless `limits.max_connections` is set
+//!    ([`larch_server::net::limits`]);
+//! 4. open the store, set up a new data directory, start the runtime, the SIGHUP handler
 //!    and the listeners;
-//! 4. on SIGTERM or SIGINT, stop serving, close the access log, write a snapshot.
+//! 5. on SIGTERM or SIGINT, stop serving, close the access log, write a snapshot.
 //!
 //! SIGHUP reopens the error log, the access log and the audit log by name (for logrotate), reads the
 //! configuration file's `error_log.level` again and uses it at once (the other keys take
@@ -105,7 +108,25 @@ fn load_config(path: Option<&Path>, demo_tls: bool) -> Result<(ServerConfig, Opt
     Ok((config, demo_files))
 }
 
-/// Steps 3 and 4.
+/// Step 3: the soft open-files limit up to the hard one, said in the error log.
+fn raise_open_files_limit() {
+    let text = |v: Option<u64>| v.map_or_else(|| "unlimited".to_string(), |n| n.to_string());
+    match larch_server::net::fd_limit::raise_to_hard() {
+        Ok(r) if r.from == r.to => info!(open_files_limit = %text(r.to), "open-files limit (soft = hard)"),
+        Ok(r) => info!(
+            from = %text(r.from),
+            to = %text(r.to),
+            "raised the open-files limit to the hard limit"
+        ),
+        Err(e) => warn!(
+            error = %e,
+            open_files_limit = %text(larch_server::net::fd_limit::soft()),
+            "cannot raise the open-files limit to the hard limit; keeping the soft one"
+        ),
+    }
+}
+
+/// Steps 3 to 5.
 fn run(
     a: &ServeArgs,
     config: ServerConfig,
@@ -126,6 +147,7 @@ fn run(
             files.ca.display()
         );
     }
+    raise_open_files_limit();
     let threads = match config.server.worker_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,

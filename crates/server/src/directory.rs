@@ -129,7 +129,7 @@ pub struct Directory {
     pub user_password: AttributeTypeId,
     /// The TLS configuration (`None` without `[tls]`), reloadable.
     pub tls: Option<Arc<TlsState>>,
-    /// Failed binds per client address (`[bind_throttle]`).
+    /// Failed password checks per (address, DN), per DN and per address (`[bind_throttle]`).
     pub bind_throttle: BindThrottle,
     /// The compiled access rules (the default policy when the configuration has none).
     pub acl: AccessRules,

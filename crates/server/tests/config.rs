@@ -209,8 +209,8 @@ fn documented_example_parses_to_its_values() {
     assert_eq!(c.index_config().attributes, expected);
     let l = &c.limits;
     assert_eq!(l.max_pdu_bytes, 4_194_304);
-    assert_eq!(l.max_connections, 10_000);
-    assert_eq!(l.max_connections_per_ip, 500);
+    assert_eq!(l.max_connections, Some(10_000));
+    assert_eq!(l.max_connections_per_ip, Some(500));
     assert_eq!(l.max_ops_per_connection, 64);
     assert_eq!(l.idle_timeout, Some(Duration::from_secs(1800)));
     assert_eq!(l.write_timeout, Duration::from_secs(60));
@@ -243,6 +243,8 @@ fn documented_example_parses_to_its_values() {
     let t = &c.bind_throttle;
     assert!(!t.enabled);
     assert_eq!(t.max_failures, 10);
+    assert_eq!(t.max_failures_per_dn, 50);
+    assert_eq!(t.max_failures_per_address, 200);
     assert_eq!(t.window, Duration::from_secs(300));
     assert_eq!(t.initial_delay, Duration::from_millis(500));
     assert_eq!(t.max_delay, Duration::from_secs(8));
@@ -443,11 +445,6 @@ fn bad_values_are_refused_naming_the_key() {
         ("[indexes]\nnoSuchAttribute = [\"eq\"]", "indexes.noSuchAttribute"),
         ("[indexes]\nobjectClass = [\"ord\"]", "indexes.objectClass"),
         ("[limits]\nmax_pdu_bytes = 0", "limits.max_pdu_bytes"),
-        ("[limits]\nmax_connections = 0", "limits.max_connections"),
-        (
-            "[limits]\nmax_connections_per_ip = 0",
-            "limits.max_connections_per_ip",
-        ),
         (
             "[limits]\nmax_connections = 10\nmax_connections_per_ip = 11",
             "limits.max_connections_per_ip",
@@ -468,6 +465,10 @@ fn bad_values_are_refused_naming_the_key() {
         ),
         ("[password]\nhash = \"ssha\"", "password.hash"),
         ("[bind_throttle]\nmax_failures = 0", "bind_throttle.max_failures"),
+        (
+            "[bind_throttle]\nmax_failures_per_dn = 1000001",
+            "bind_throttle.max_failures_per_dn",
+        ),
         ("[bind_throttle]\nwindow = \"0\"", "bind_throttle.window"),
         (
             "[bind_throttle]\ninitial_delay = 0",
@@ -504,6 +505,17 @@ fn zero_means_off_where_documented() {
     assert_eq!(c.store.snapshot_interval, None);
     assert_eq!(c.store.snapshot_after_records, None);
     assert_eq!(c.limits.idle_timeout, None);
+    // 0 connections: the limit follows the open-files limit, no cap per address.
+    let c =
+        ServerConfig::from_toml_str("[limits]\nmax_connections = 0\nmax_connections_per_ip = 0\n").unwrap();
+    assert_eq!(
+        (c.limits.max_connections, c.limits.max_connections_per_ip),
+        (None, None)
+    );
+    assert_eq!(c.limits, ServerConfig::default().limits);
+    let c = ServerConfig::from_toml_str("[bind_throttle]\nmax_failures_per_dn = 0\n").unwrap();
+    assert_eq!(c.bind_throttle.max_failures_per_dn, 0);
+    assert_eq!(c.bind_throttle.max_failures_per_address, 0);
     let c = ServerConfig::from_toml_str("[store]\nsync = \"batch\"\n").unwrap();
     assert_eq!(
         c.store.sync,

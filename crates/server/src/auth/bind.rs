@@ -35,6 +35,7 @@ use larch_store::{EntryId, Version};
 use rustls_pki_types::CertificateDer;
 
 use super::{confidentiality, sasl};
+use crate::bind_throttle::Account;
 use crate::client::Client;
 use crate::config::PasswordSettings;
 use crate::directory::Directory;
@@ -66,6 +67,8 @@ pub struct PasswordCheck {
     identity: Option<Identity>,
     /// The entry found, in the version the bind looked it up in.
     entry: Option<EntryId>,
+    /// The account the failed-bind throttle counts this check under.
+    account: Account,
     settings: PasswordSettings,
 }
 
@@ -83,6 +86,12 @@ impl PasswordCheck {
     /// check reads it without a second lookup).
     pub fn entry(&self) -> Option<EntryId> {
         self.entry
+    }
+
+    /// The account the failed-bind throttle counts this check under: the normalized bind
+    /// DN (the empty one for a name too long to be an entry's).
+    pub fn account(&self) -> Account {
+        self.account
     }
 
     /// Checks the password: the identity, or `invalidCredentials` (49).
@@ -189,6 +198,7 @@ pub(crate) fn simple(
         stored: Vec::new(),
         identity: None,
         entry: None,
+        account: dir.bind_throttle.account(""),
         settings: dir.config.password.clone(),
     };
     if name.len() > MAX_BIND_DN_BYTES {
@@ -199,6 +209,7 @@ pub(crate) fn simple(
         None => NormDn::from_text(name, &*dir.schema),
     }
     .map_err(|e| OpError::new(ResultCode::INVALID_DN_SYNTAX, format!("bind DN: {e}")))?;
+    check.account = dir.bind_throttle.account(norm.as_str());
     let Some(id) = version.find(&norm) else {
         return Ok(check);
     };

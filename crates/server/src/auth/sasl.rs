@@ -28,6 +28,7 @@ use rustls_pki_types::CertificateDer;
 
 use crate::auth::bind::{simple, MAX_BIND_DN_BYTES};
 use crate::auth::confidentiality;
+use crate::bind_throttle::Account;
 use crate::cert_subject::{escape_value, Subject};
 use crate::client::Client;
 use crate::config::{ExternalMap, MapSegment, RequireTls};
@@ -249,6 +250,25 @@ fn plain(
     } else {
         authorize(dir, version, identity, msg.authzid, client)
     }
+}
+
+/// The account the failed-bind throttle counts a SASL bind under: for PLAIN (turned on),
+/// the authentication identity's DN, normalized (the empty one when it is not a DN, which
+/// fails as a wrong password does); `None` for a bind that checks no password (EXTERNAL,
+/// an unknown mechanism, a message that does not parse).
+pub fn plain_account(dir: &Directory, mechanism: &[u8], credentials: Option<&[u8]>) -> Option<Account> {
+    if !(dir.config.sasl.mechanisms.plain && mechanism.eq_ignore_ascii_case(PLAIN.as_bytes())) {
+        return None;
+    }
+    let msg = parse_plain(credentials?).ok()?;
+    let name = strip_ci(msg.authcid, b"dn:").unwrap_or(msg.authcid);
+    let norm = (name.len() <= MAX_BIND_DN_BYTES)
+        .then(|| NormDn::from_text(name, &*dir.schema).ok())
+        .flatten();
+    Some(
+        dir.bind_throttle
+            .account(norm.as_ref().map_or("", NormDn::as_str)),
+    )
 }
 
 /// `text` without `prefix` (compared without regard to ASCII case).

@@ -1,16 +1,17 @@
-//! `[bind_throttle]`: slowing down password guessing from one client address.
+//! `[bind_throttle]`: slowing down password guessing.
 //!
 //! Keys (the behaviour is described in [`crate::bind_throttle`]):
 //! - `enabled` (true);
-//! - `max_failures` (5): failed binds from one address, each less than `window` after the
-//!   previous one, before its binds are held back;
-//! - `window` ("60s"): an address's failures are forgotten once this long passes without
-//!   a new one;
+//! - `max_failures` (5): failed password checks of one account from one address within
+//!   about `window` before its checks are held back;
+//! - `max_failures_per_dn` (10): the same for one account from every address together
+//!   (0: off);
+//! - `max_failures_per_address` (0, off): the same for one address across every account;
+//! - `window` ("60s"): a rule forgets one failure every `window / threshold`;
 //! - `initial_delay` ("1s"), doubled with each further failure up to `max_delay` ("4s");
 //! - `exempt_loopback` (false): whether clients on the loopback interface are exempt;
 //! - `exempt` ([]): addresses or networks (`"10.0.0.5"`, `"192.0.2.0/24"`,
-//!   `"2001:db8::/48"`) that are never held back, such as application servers that bind on
-//!   behalf of many users.
+//!   `"2001:db8::/48"`) that are never counted nor held back.
 //!
 //! The table is its own (rather than part of a `[security]` table) so that it can be read
 //! and documented on its own.
@@ -25,10 +26,23 @@ use super::raw::RawDuration;
 use super::ConfigError;
 
 /// Default `bind_throttle.max_failures`: a person who mistypes a password a few times is
-/// not held back; a guessing program is after its fifth wrong guess.
+/// not held back; a program guessing one account from one address is after its fifth
+/// wrong guess within a minute.
 pub const DEFAULT_BIND_MAX_FAILURES: u32 = 5;
 
-/// Default `bind_throttle.window`: failures a minute apart still count as one run.
+/// Default `bind_throttle.max_failures_per_dn`: twice `max_failures`, so that one address
+/// alone (held to about `max_failures` a window by its own count) cannot make an account
+/// slow for everyone, while guesses at one account from many addresses are held to about
+/// ten a minute together.
+pub const DEFAULT_BIND_MAX_FAILURES_PER_DN: u32 = 10;
+
+/// Default `bind_throttle.max_failures_per_address`: off. The rule cannot tell apart the
+/// clients behind one address (a NAT, a proxy, a web application binding for its users),
+/// so on by default it would let one of them slow down everyone else's binds.
+pub const DEFAULT_BIND_MAX_FAILURES_PER_ADDRESS: u32 = 0;
+
+/// Default `bind_throttle.window`: the counts are of failures within about a minute; a
+/// rule forgets one failure every `window / threshold` (12 s for `max_failures`).
 pub const DEFAULT_BIND_FAILURE_WINDOW: Duration = Duration::from_secs(60);
 
 /// Default `bind_throttle.initial_delay`: the first bind held back waits a second.
@@ -47,7 +61,8 @@ pub const MAX_BIND_DELAY: Duration = Duration::from_secs(60);
 /// them; a longer list belongs in a firewall.
 pub const MAX_EXEMPT_NETWORKS: usize = 1024;
 
-/// Highest `bind_throttle.max_failures`: beyond it the throttle would never act.
+/// Highest threshold of every rule (`max_failures`, `max_failures_per_dn`,
+/// `max_failures_per_address`): beyond it a rule would never act.
 pub const MAX_BIND_MAX_FAILURES: u32 = 1_000_000;
 
 /// An address or a network: `addr/prefix`, the prefix counting the leading bits that must
@@ -121,9 +136,14 @@ impl fmt::Display for IpNetwork {
 pub struct BindThrottleSettings {
     /// Whether failed binds slow down later binds from the same address.
     pub enabled: bool,
-    /// Failures (each within `window` of the previous) before binds are held back.
+    /// Failures of one account from one address before its checks are held back.
     pub max_failures: u32,
-    /// An address's failures are forgotten once this passes without a new one.
+    /// Failures of one account from every address before its checks are held back (0:
+    /// off).
+    pub max_failures_per_dn: u32,
+    /// Failures from one address across accounts before its checks are held back (0: off).
+    pub max_failures_per_address: u32,
+    /// Each rule forgets one failure every `window / threshold`.
     pub window: Duration,
     /// The first delay; doubled with each further failure.
     pub initial_delay: Duration,
@@ -140,6 +160,8 @@ impl Default for BindThrottleSettings {
         BindThrottleSettings {
             enabled: true,
             max_failures: DEFAULT_BIND_MAX_FAILURES,
+            max_failures_per_dn: DEFAULT_BIND_MAX_FAILURES_PER_DN,
+            max_failures_per_address: DEFAULT_BIND_MAX_FAILURES_PER_ADDRESS,
             window: DEFAULT_BIND_FAILURE_WINDOW,
             initial_delay: DEFAULT_BIND_INITIAL_DELAY,
             max_delay: DEFAULT_BIND_MAX_DELAY,
@@ -155,6 +177,8 @@ impl Default for BindThrottleSettings {
 pub(crate) struct RawBindThrottle {
     pub enabled: Option<bool>,
     pub max_failures: Option<u64>,
+    pub max_failures_per_dn: Option<u64>,
+    pub max_failures_per_address: Option<u64>,
     pub window: Option<RawDuration>,
     pub initial_delay: Option<RawDuration>,
     pub max_delay: Option<RawDuration>,
@@ -169,8 +193,15 @@ impl BindThrottleSettings {
         if let Some(b) = raw.enabled {
             s.enabled = b;
         }
+        let threshold = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         if let Some(n) = raw.max_failures {
-            s.max_failures = u32::try_from(n).unwrap_or(u32::MAX);
+            s.max_failures = threshold(n);
+        }
+        if let Some(n) = raw.max_failures_per_dn {
+            s.max_failures_per_dn = threshold(n);
+        }
+        if let Some(n) = raw.max_failures_per_address {
+            s.max_failures_per_address = threshold(n);
         }
         if let Some(d) = raw.window {
             s.window = super::duration("bind_throttle.window", &d)?;
@@ -213,6 +244,20 @@ impl BindThrottleSettings {
                     self.max_failures
                 ),
             ));
+        }
+        for (key, n) in [
+            ("bind_throttle.max_failures_per_dn", self.max_failures_per_dn),
+            (
+                "bind_throttle.max_failures_per_address",
+                self.max_failures_per_address,
+            ),
+        ] {
+            if n > MAX_BIND_MAX_FAILURES {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("{n} is outside 0 (off) to {MAX_BIND_MAX_FAILURES}"),
+                ));
+            }
         }
         for (key, d) in [
             ("bind_throttle.window", self.window),
@@ -328,5 +373,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("bind_throttle.max_failures"));
+        s.max_failures = DEFAULT_BIND_MAX_FAILURES;
+        s.max_failures_per_dn = 0;
+        s.max_failures_per_address = 0;
+        s.validate().unwrap();
+        s.max_failures_per_address = MAX_BIND_MAX_FAILURES + 1;
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("bind_throttle.max_failures_per_address"));
     }
 }

@@ -51,7 +51,8 @@ use larch_store::StoreOptions;
 pub use access::AccessConfig;
 pub use bind_throttle::{
     BindThrottleSettings, IpNetwork, DEFAULT_BIND_FAILURE_WINDOW, DEFAULT_BIND_INITIAL_DELAY,
-    DEFAULT_BIND_MAX_DELAY, DEFAULT_BIND_MAX_FAILURES, MAX_BIND_DELAY, MAX_EXEMPT_NETWORKS,
+    DEFAULT_BIND_MAX_DELAY, DEFAULT_BIND_MAX_FAILURES, DEFAULT_BIND_MAX_FAILURES_PER_ADDRESS,
+    DEFAULT_BIND_MAX_FAILURES_PER_DN, MAX_BIND_DELAY, MAX_EXEMPT_NETWORKS,
 };
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
@@ -127,15 +128,18 @@ pub const MIN_MAX_PDU_BYTES: usize = 1024;
 /// client may make the server hold this much per connection.
 pub const MAX_MAX_PDU_BYTES: usize = 1024 * 1024 * 1024;
 
-/// Default `limits.max_connections`: each connection holds a socket and a few kilobytes of
-/// buffers; 4096 stays under common file-descriptor limits once raised for a server (the
-/// systemd unit sets `LimitNOFILE` above it) and far above what one directory usually
-/// serves.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// Default `limits.max_connections`: `None`, the limit follows the process's
+/// file-descriptor limit (`net::limits::connection_limit`: the soft limit, which
+/// `larch serve` raises to the hard one, less a reserve for the store, the logs, the
+/// listeners and TLS files), as slapd and 389 DS size their connection tables. A number
+/// set by hand holds instead.
+pub const DEFAULT_MAX_CONNECTIONS: Option<usize> = None;
 
-/// Default `limits.max_connections_per_ip`: one client address (a misbehaving pool, a
-/// scanner) cannot take more than a sixteenth of the default connection limit.
-pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 256;
+/// Default `limits.max_connections_per_ip`: `None`, no cap per address. Behind a NAT, a
+/// load balancer or a connection-pooling proxy every client has one address; slapd and
+/// 389 DS have no such cap either. The option stays for servers whose clients each have
+/// their own address.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: Option<usize> = None;
 
 /// Default `limits.max_ops_per_connection`: operations in flight on one connection.
 /// Pipelining clients rarely keep more than a few dozen outstanding; beyond this the server
@@ -274,10 +278,10 @@ pub struct StoreSettings {
 pub struct Limits {
     /// Largest LDAPMessage accepted, in bytes.
     pub max_pdu_bytes: usize,
-    /// Most open connections.
-    pub max_connections: usize,
-    /// Most open connections from one IP address.
-    pub max_connections_per_ip: usize,
+    /// Most open connections (`None`: as many as the file-descriptor limit allows).
+    pub max_connections: Option<usize>,
+    /// Most open connections from one IP address (`None`: no cap per address).
+    pub max_connections_per_ip: Option<usize>,
     /// Most operations in flight on one connection.
     pub max_ops_per_connection: usize,
     /// Close a connection idle this long (`None`: never).
@@ -544,12 +548,12 @@ impl ServerConfig {
         if let Some(l) = raw.limits {
             let lim = &mut c.limits;
             set_usize(&mut lim.max_pdu_bytes, "limits.max_pdu_bytes", l.max_pdu_bytes)?;
-            set_usize(
+            set_optional_usize(
                 &mut lim.max_connections,
                 "limits.max_connections",
                 l.max_connections,
             )?;
-            set_usize(
+            set_optional_usize(
                 &mut lim.max_connections_per_ip,
                 "limits.max_connections_per_ip",
                 l.max_connections_per_ip,
@@ -696,8 +700,11 @@ impl ServerConfig {
             ));
         }
         for (key, v) in [
-            ("limits.max_connections", l.max_connections),
-            ("limits.max_connections_per_ip", l.max_connections_per_ip),
+            ("limits.max_connections", l.max_connections.unwrap_or(1)),
+            (
+                "limits.max_connections_per_ip",
+                l.max_connections_per_ip.unwrap_or(1),
+            ),
             ("limits.max_ops_per_connection", l.max_ops_per_connection),
             ("limits.size_limit", l.size_limit),
             ("limits.lookthrough_limit", l.lookthrough_limit),
@@ -709,14 +716,13 @@ impl ServerConfig {
                 ));
             }
         }
-        if l.max_connections_per_ip > l.max_connections {
-            return Err(ConfigError::invalid(
-                "limits.max_connections_per_ip",
-                format!(
-                    "{} is above limits.max_connections ({})",
-                    l.max_connections_per_ip, l.max_connections
-                ),
-            ));
+        if let (Some(per_ip), Some(total)) = (l.max_connections_per_ip, l.max_connections) {
+            if per_ip > total {
+                return Err(ConfigError::invalid(
+                    "limits.max_connections_per_ip",
+                    format!("{per_ip} is above limits.max_connections ({total})"),
+                ));
+            }
         }
         for (key, d) in [
             ("limits.write_timeout", l.write_timeout),
@@ -835,6 +841,14 @@ fn normalize(key: &str, dn: &str, schema: &Schema) -> Result<NormDn, ConfigError
 
 fn to_usize(key: &str, n: u64) -> Result<usize, ConfigError> {
     usize::try_from(n).map_err(|_| ConfigError::invalid(key, format!("{n} is too large")))
+}
+
+/// Sets a limit where 0 means none (`None`).
+fn set_optional_usize(field: &mut Option<usize>, key: &str, v: Option<u64>) -> Result<(), ConfigError> {
+    if let Some(n) = v {
+        *field = (n != 0).then(|| to_usize(key, n)).transpose()?;
+    }
+    Ok(())
 }
 
 fn set_usize(field: &mut usize, key: &str, v: Option<u64>) -> Result<(), ConfigError> {

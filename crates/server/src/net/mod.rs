@@ -2,8 +2,9 @@
 //!
 //! [`run`] binds every URL of `server.listen` (`ldaps://` ones need `[tls]`: their
 //! connections start with the TLS handshake; `ldap://` ones offer StartTLS when TLS is
-//! configured), accepts connections (each counted against the connection limits and
-//! served by [`crate::session::serve`] on the tokio runtime), and on shutdown:
+//! configured), accepts connections (each counted against the connection limits of
+//! [`limits`], which follow the file-descriptor limit of [`fd_limit`], and served by
+//! [`crate::session::serve`] on the tokio runtime), and on shutdown:
 //! 1. stops accepting and tells every connection to stop reading requests;
 //! 2. waits up to [`SHUTDOWN_GRACE`] for operations in flight to finish (every write
 //!    already handed to the store is answered);
@@ -11,6 +12,7 @@
 //!
 //! The caller then closes the store, which writes a snapshot.
 
+pub mod fd_limit;
 pub mod limits;
 pub mod listener;
 
@@ -24,16 +26,29 @@ use std::time::Duration;
 use larch_proto::ResultCode;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use crate::directory::Directory;
 use crate::outcome::{respond, ConnectionEvent};
 use crate::session::inflight::InFlight;
 use crate::session::{self, Closing, ConnectionContext};
-use limits::ConnectionLimits;
+use limits::{ConnectionLimits, LimitSource, MAX_REFUSALS_IN_FLIGHT};
 
 /// How long shutdown waits for operations in flight before closing connections.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long the accept loop waits after `accept` failed (out of file descriptors, out of
+/// memory for a socket) before trying again: the pending connection stays in the kernel's
+/// queue, so retrying at once would spin on the same error; 50 ms is 20 tries a second,
+/// and a freed descriptor is used soon after.
+pub const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(50);
+
+/// While `accept` keeps failing, the error log says so at most once per this interval
+/// (with the number of failures since), not once per retry.
+pub const ACCEPT_FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How long a refused connection's Notice of Disconnection may take to write.
+pub const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -136,8 +151,8 @@ pub async fn run(
         .collect();
     ready(&bound);
 
-    let limits = &dir.config.limits;
-    let conn_limits = ConnectionLimits::new(limits.max_connections, limits.max_connections_per_ip);
+    let conn_limits = connection_limits(&dir);
+    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
     let registry = Arc::new(Registry::default());
     let (drain_tx, drain_rx) = watch::channel(false);
     let mut accepters = Vec::new();
@@ -147,6 +162,7 @@ pub async fn run(
             ldaps,
             dir.clone(),
             conn_limits.clone(),
+            refusals.clone(),
             registry.clone(),
             drain_rx.clone(),
         )));
@@ -168,16 +184,98 @@ pub async fn run(
     Ok(())
 }
 
+/// The connection limits of `dir`'s configuration, the total following the soft
+/// file-descriptor limit unless configured ([`limits::connection_limit`]); the error log
+/// says which limits are in force and why.
+fn connection_limits(dir: &Directory) -> Arc<ConnectionLimits> {
+    let configured = &dir.config.limits;
+    let fd_soft = fd_limit::soft();
+    let (total, source) = limits::connection_limit(configured.max_connections, fd_soft);
+    let per_ip = configured.max_connections_per_ip;
+    let per_ip_text = per_ip.map_or_else(|| "none".to_string(), |n| n.to_string());
+    match source {
+        LimitSource::Configured => {
+            tracing::info!(max_connections = total, per_address = %per_ip_text, "connection limit: limits.max_connections");
+            let (room, _) = limits::connection_limit(None, fd_soft);
+            if let (Some(fds), true) = (fd_soft, total > room) {
+                tracing::warn!(
+                    max_connections = total,
+                    open_files_limit = fds,
+                    "limits.max_connections is above what the open-files limit leaves for clients ({room}): \
+                     past it, accepting connections fails until some close; raise LimitNOFILE"
+                );
+            }
+        }
+        LimitSource::FdLimit(fds) => tracing::info!(
+            max_connections = total,
+            per_address = %per_ip_text,
+            open_files_limit = fds,
+            reserve = limits::FD_RESERVE,
+            "connection limit: the open-files limit less the reserve for the server's own files"
+        ),
+        LimitSource::FdLimitTooLow(fds) => tracing::warn!(
+            max_connections = total,
+            per_address = %per_ip_text,
+            open_files_limit = fds,
+            "the open-files limit is too low to serve many clients; raise it (ulimit -n, LimitNOFILE)"
+        ),
+        LimitSource::Unlimited => tracing::info!(
+            per_address = %per_ip_text,
+            "connection limit: none (no open-files limit)"
+        ),
+    }
+    ConnectionLimits::new(total, per_ip)
+}
+
+/// A run of failed `accept` calls, reported at most once per
+/// [`ACCEPT_FAILURE_LOG_INTERVAL`].
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    /// Failures since the last report.
+    unreported: u64,
+    /// When the run was last reported (`None`: no run going on).
+    reported: Option<tokio::time::Instant>,
+}
+
+impl AcceptFailures {
+    fn failed(&mut self, listener: &str, e: &std::io::Error) {
+        self.unreported += 1;
+        let now = tokio::time::Instant::now();
+        if self
+            .reported
+            .is_some_and(|at| now.duration_since(at) < ACCEPT_FAILURE_LOG_INTERVAL)
+        {
+            return;
+        }
+        tracing::warn!(
+            listener = %listener,
+            error = %e,
+            failures = self.unreported,
+            "cannot accept connections (connections already open are served); retrying every {} ms",
+            ACCEPT_RETRY_DELAY.as_millis()
+        );
+        self.unreported = 0;
+        self.reported = Some(now);
+    }
+
+    fn accepted(&mut self, listener: &str) {
+        if self.reported.take().is_some() {
+            tracing::info!(listener = %listener, failures = self.unreported, "accepting connections again");
+            self.unreported = 0;
+        }
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     ldaps: bool,
     dir: Arc<Directory>,
     limits: Arc<ConnectionLimits>,
+    refusals: Arc<Semaphore>,
     registry: Arc<Registry>,
     draining: watch::Receiver<bool>,
 ) {
-    // Set while accepting fails, so that a run of failures is reported once.
-    let mut failing = false;
+    let mut failures = AcceptFailures::default();
     let local = listener
         .local_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());
@@ -186,22 +284,12 @@ async fn accept_loop(
             Ok(s) => s,
             // Out of file descriptors and the like: wait a little rather than spin.
             Err(e) => {
-                if !failing {
-                    tracing::warn!(
-                        listener = %local,
-                        error = %e,
-                        "cannot accept connections; retrying every 50 ms"
-                    );
-                    failing = true;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                failures.failed(&local, &e);
+                tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
                 continue;
             }
         };
-        if failing {
-            tracing::info!(listener = %local, "accepting connections again");
-            failing = false;
-        }
+        failures.accepted(&local);
         let conn = registry.next_conn();
         match limits.admit(peer.ip()) {
             Ok(slot) => {
@@ -231,11 +319,16 @@ async fn accept_loop(
                     reason: &why,
                 });
                 // On an `ldaps://` listener the client expects a TLS handshake, not a
-                // plaintext notice: it is just closed.
-                if ldaps {
-                    drop(stream);
-                } else {
-                    tokio::spawn(refuse(stream, why));
+                // plaintext notice: it is just closed; so is one past the refusals
+                // already being written.
+                match refusals.clone().try_acquire_owned() {
+                    Ok(permit) if !ldaps => {
+                        tokio::spawn(async move {
+                            refuse(stream, why).await;
+                            drop(permit);
+                        });
+                    }
+                    _ => drop(stream),
                 }
             }
         }
@@ -246,6 +339,9 @@ async fn accept_loop(
 async fn refuse(mut stream: TcpStream, why: String) {
     let mut out = Vec::new();
     respond::write_notice(&mut out, &respond::notice(ResultCode::BUSY, why));
-    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out)).await;
-    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, async {
+        stream.write_all(&out).await?;
+        stream.shutdown().await
+    })
+    .await;
 }

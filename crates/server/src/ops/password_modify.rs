@@ -190,6 +190,12 @@ pub fn prepare_password_modify(
 }
 
 impl PreparedPasswordModify {
+    /// The entry whose password is changed (the failed-bind throttle counts a wrong old
+    /// password under it).
+    pub fn target(&self) -> &NormDn {
+        &self.norm
+    }
+
     /// True when the request carries an old password to check.
     pub fn checks_old_password(&self) -> bool {
         self.old.is_some()

@@ -5,13 +5,17 @@
 //! runs on the connection and no later request is read: the Bind barrier):
 //! 1. [`crate::auth::bind::stage`] makes the decisions that need no password check and
 //!    looks the entry up; anonymous and refused binds end here;
-//! 2. the throttle decides about a name/password bind from this client's address (about a
-//!    SASL bind, before step 1): go on, wait (a tokio sleep, no thread held), or refuse
-//!    with `unwillingToPerform` (53) without looking at the password;
+//! 2. the throttle decides about a password check for the bind DN from this client's
+//!    address (for SASL PLAIN, the authentication identity's DN, before step 1, which
+//!    checks its password): go on, wait (a tokio sleep, no thread held), or refuse with
+//!    `unwillingToPerform` (53) without looking at the password. Binds that check no
+//!    password (anonymous, SASL EXTERNAL) never meet it;
 //! 3. the password is checked inline when every stored value is cheap (the digest
 //!    schemes), else on a blocking thread with one of the slow-work permits
 //!    ([`crate::password::gate`]);
-//! 4. an `invalidCredentials` answer (simple or SASL) counts as a failure of the address.
+//! 4. the outcome is told to the throttle: an `invalidCredentials` answer counts as a
+//!    failure of the (address, DN) pair, the DN and the address; a success clears the
+//!    pair's failures.
 
 use std::net::IpAddr;
 use std::time::Instant;
@@ -21,7 +25,8 @@ use larch_store::EntryId;
 
 use super::Session;
 use crate::auth::bind::{stage, Staged};
-use crate::bind_throttle::Decision;
+use crate::auth::sasl;
+use crate::bind_throttle::{Account, Decision};
 use crate::error::OpError;
 use crate::identity::Identity;
 use crate::password::gate;
@@ -34,10 +39,16 @@ impl Session {
         req: &BindRequest<'_>,
     ) -> Result<(Identity, Option<EntryId>), OpError> {
         let ip = self.client.addr.map(|a| a.ip());
-        // A SASL bind (PLAIN checks a password) meets the throttle before anything else.
-        let sasl = matches!(req.authentication, Authentication::Sasl { .. });
-        if sasl {
-            self.throttle(ip, "binds").await?;
+        // SASL PLAIN checks its password inside step 1: it meets the throttle first.
+        let sasl_account = match req.authentication {
+            Authentication::Sasl {
+                mechanism,
+                credentials,
+            } => sasl::plain_account(&self.dir, mechanism, credentials),
+            _ => None,
+        };
+        if let Some(account) = sasl_account {
+            self.throttle(ip, account, "binds").await?;
         }
         let version = self.reader.current();
         let staged = stage(
@@ -48,17 +59,16 @@ impl Session {
             self.peer_cert.as_ref(),
             Some(&self.last_base),
         );
+        if let Some(account) = sasl_account {
+            self.tell_throttle(Checked::of(&staged), ip, account);
+        }
         let check = match staged {
             Ok(Staged::Done(identity)) => return Ok((identity, None)),
             Ok(Staged::Check(check)) => check,
-            Err(e) => {
-                self.count_failure(&e, ip);
-                return Err(e);
-            }
+            Err(e) => return Err(e),
         };
-        if !sasl {
-            self.throttle(ip, "binds").await?;
-        }
+        let account = check.account();
+        self.throttle(ip, account, "binds").await?;
         let entry = check.entry();
         let result = if check.is_slow() {
             tokio::task::spawn_blocking(move || gate::with_permit(|| check.run()))
@@ -72,20 +82,23 @@ impl Session {
         } else {
             check.run()
         };
-        if let Err(e) = &result {
-            self.count_failure(e, ip);
-        }
+        self.tell_throttle(Checked::of(&result), ip, account);
         result.map(|identity| (identity, entry))
     }
 
     /// The failed-bind throttle's decision for a password check (`what`: "binds",
-    /// "password checks") from `ip`: go on (perhaps after a wait), or
+    /// "password checks") of `account` from `ip`: go on (perhaps after a wait), or
     /// `unwillingToPerform` (53).
-    pub(super) async fn throttle(&self, ip: Option<IpAddr>, what: &str) -> Result<(), OpError> {
+    pub(super) async fn throttle(
+        &self,
+        ip: Option<IpAddr>,
+        account: Account,
+        what: &str,
+    ) -> Result<(), OpError> {
         let Some(ip) = ip else {
             return Ok(());
         };
-        match self.dir.bind_throttle.check_now(ip) {
+        match self.dir.bind_throttle.check_now(ip, account) {
             Decision::Proceed => Ok(()),
             Decision::Wait(d) => {
                 tokio::time::sleep(d).await;
@@ -94,18 +107,42 @@ impl Session {
             Decision::Refuse { retry_after } => {
                 let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
                 Err(OpError::unwilling(format!(
-                    "too many failed {what} from {ip}: {what} from this address are held back; try again in {secs} s"
+                    "too many failed {what} for this DN: they are held back; try again in {secs} s"
                 )))
             }
         }
     }
 
-    /// Counts an `invalidCredentials` answer against the client's address.
-    fn count_failure(&self, e: &OpError, ip: Option<IpAddr>) {
-        if let Some(ip) = ip {
-            if e.code == ResultCode::INVALID_CREDENTIALS {
-                self.dir.bind_throttle.record_failure(ip, Instant::now());
-            }
+    /// Tells the throttle how a password check of `account` from `ip` ended.
+    pub(super) fn tell_throttle(&self, checked: Checked, ip: Option<IpAddr>, account: Account) {
+        let Some(ip) = ip else { return };
+        let throttle = &self.dir.bind_throttle;
+        match checked {
+            Checked::Right => throttle.record_success(ip, account, Instant::now()),
+            Checked::Wrong => throttle.record_failure(ip, account, Instant::now()),
+            Checked::Neither => {}
+        }
+    }
+}
+
+/// How a password check ended, for the throttle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checked {
+    /// The password was right.
+    Right,
+    /// It was wrong (or named no usable entry): a failure.
+    Wrong,
+    /// The operation ended for another reason, saying nothing about the password.
+    Neither,
+}
+
+impl Checked {
+    /// A bind's result: success, `invalidCredentials` (49), or anything else.
+    fn of<T>(result: &Result<T, OpError>) -> Checked {
+        match result {
+            Ok(_) => Checked::Right,
+            Err(e) if e.code == ResultCode::INVALID_CREDENTIALS => Checked::Wrong,
+            Err(_) => Checked::Neither,
         }
     }
 }

@@ -6,9 +6,10 @@
 //!    (`confidentialityRequired`, 13, see [`crate::auth::confidentiality`]);
 //! 2. [`crate::ops::password_modify::prepare_password_modify`] checks the requester, the
 //!    target and the access on the current version;
-//! 3. when an old password is given, the failed-bind throttle of the client's address
-//!    applies as for a Bind (the old password is a guess like a bind's): the check may be
-//!    held back or refused, and a wrong old password counts as a failure;
+//! 3. when an old password is given, the failed-bind throttle applies to the target entry
+//!    from the client's address as for a Bind of it (the old password is a guess like a
+//!    bind's): the check may be held back or refused, a wrong old password counts as a
+//!    failure and a right one clears the pair's failures;
 //! 4. the old-password check, the generation of a new password and its hashing run on a
 //!    blocking thread with a slow-work permit when they are slow (argon2, PBKDF2), else
 //!    inline;
@@ -16,11 +17,10 @@
 //!    the connection's permits and is registered for Cancel), and the ExtendedResponse,
 //!    with genPasswd when the server generated the password, is sent once it is durable.
 
-use std::time::Instant;
-
 use larch_proto::exop::{ExtendedValue, PasswordModifyRequest, PasswordModifyResponse};
 use larch_proto::{op_tag, ExtendedRequest, ResultCode};
 
+use super::bind::Checked;
 use super::complete::{Ending, OpTrace};
 use super::dispatch::Controls;
 use super::Session;
@@ -93,9 +93,11 @@ impl Session {
             prepare_password_modify(&ctx, &version, &request, controls.manage_dsa_it)?
         };
         let ip = self.client.addr.map(|a| a.ip());
-        let throttled = prepared.checks_old_password().then_some(ip).flatten();
-        if throttled.is_some() {
-            self.throttle(throttled, "password checks").await?;
+        let account = prepared
+            .checks_old_password()
+            .then(|| self.dir.bind_throttle.account(prepared.target().as_str()));
+        if let Some(account) = account {
+            self.throttle(ip, account, "password checks").await?;
         }
         let settings = self.dir.config.password.clone();
         let finished = if prepared.is_slow(&settings) {
@@ -110,12 +112,15 @@ impl Session {
         } else {
             prepared.finish(&settings)
         };
-        finished.map_err(|e| {
-            if let (FinishError::OldPassword(_), Some(ip)) = (&e, throttled) {
-                self.dir.bind_throttle.record_failure(ip, Instant::now());
-            }
-            e.into_op_error()
-        })
+        if let Some(account) = account {
+            let checked = match &finished {
+                Ok(_) => Checked::Right,
+                Err(FinishError::OldPassword(_)) => Checked::Wrong,
+                Err(FinishError::Other(_)) => Checked::Neither,
+            };
+            self.tell_throttle(checked, ip, account);
+        }
+        finished.map_err(FinishError::into_op_error)
     }
 }
 
