@@ -65,9 +65,15 @@ pub use search_job::{SEARCHES_PER_CONNECTION, SEARCH_FLUSH_BYTES, SEARCH_TURN};
 use writer::{DoneSender, OutSender, Outbox};
 pub use writer::{CONNECTION_BUFFERED_OUTPUT, MAX_COALESCED_BYTES, OUT_QUEUE_CHUNKS};
 
-/// Octets read from the socket at a time (the buffer grows for a larger PDU, up to the
-/// PDU limit).
+/// Octets read from the socket at a time once a client sends more than [`READ_START`] at
+/// once (the buffer grows for a larger PDU, up to the PDU limit).
 pub const READ_CHUNK: usize = 64 * 1024;
+
+/// The read buffer of a connection that sends little at a time (one request, then waits
+/// for the answer, as most clients do): what an idle connection keeps. A read that fills it
+/// grows it to [`READ_CHUNK`]; once a large buffer is emptied by a small read it shrinks
+/// back, so thousands of idle connections hold a few KiB each, not 64.
+pub const READ_START: usize = 4 * 1024;
 
 /// A connection's "close now" flag: set when the socket fails, a write times out, or the
 /// server shuts down hard.
@@ -237,7 +243,7 @@ pub async fn serve(
         last_base: LastBase::default(),
     };
     let mut draining = ctx.draining;
-    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_START);
     let mut start = 0usize;
     let max_pdu = limits.max_pdu_bytes;
     // The futures a read races against live as long as the connection, so a read does not
@@ -258,7 +264,11 @@ pub async fn serve(
     let mut reason = CloseReason::Shutdown;
     loop {
         if buf.len() == buf.capacity() {
-            buf.reserve(READ_CHUNK);
+            buf.reserve(if buf.capacity() < READ_START {
+                READ_START
+            } else {
+                READ_CHUNK
+            });
         }
         // The read first: when a request is waiting, the other waits are not polled (and
         // their flags are checked after the read instead).
@@ -368,10 +378,15 @@ pub async fn serve(
                 }
             }
         }
-        // Keep unread octets at the front of the buffer.
+        // Keep unread octets at the front of the buffer; a large buffer that a small read
+        // emptied shrinks back (see READ_START).
         if start > 0 {
+            let read = start;
             buf.drain(..start);
             start = 0;
+            if buf.is_empty() && read < READ_START && buf.capacity() > READ_START {
+                buf.shrink_to(READ_START);
+            }
         }
     }
     // Requests no longer arrive. Operations still running finish (a write's result is
