@@ -24,7 +24,8 @@
 //! 5. A MAY attribute type the class also requires (its own MUST or a superclass's) is
 //!    dropped from its MAY list and from the description it publishes: MUST wins, and no
 //!    type is both MUST and MAY of one class in `cn=Subschema` (RFC 2307's `ipProtocol`
-//!    and `oncRpc` say `MUST ( ... $ description ) MAY description`).
+//!    and `oncRpc` say `MUST ( ... $ description ) MAY description`, RFC 4519's
+//!    `residentialPerson` has `l` in both).
 //!
 //! Errors carry the place of the element they concern.
 
@@ -803,9 +804,9 @@ fn resolve_object_classes(
 /// The class's description as the schema keeps and publishes it: a MAY attribute type the
 /// class requires anyway (its own MUST or a superclass's) is left out of MAY, so no type is
 /// both MUST and MAY of one class in `cn=Subschema`. RFC 2307's `ipProtocol` and `oncRpc`
-/// list `description` as both (and OpenLDAP's `nis.schema` copies them, as does slapd's
-/// subschema); X.501 gives MUST precedence, which is what the closure does already, so
-/// the MAY was never more than a restatement.
+/// list `description` as both, RFC 4519's `residentialPerson` `l` (OpenLDAP's schema files
+/// copy them, and slapd publishes them so); X.501 gives MUST precedence, which is what the
+/// closure does already, so the MAY was never more than a restatement.
 fn without_required_may(
     desc: &ObjectClassDescription,
     all_must: &[AttributeTypeId],
