@@ -328,9 +328,9 @@ def admin_connection(srv):
     return c
 
 
-def data_hash(srv):
-    """SHA-256 over every entry outside the scratch subtree, with all its attributes,
-    sorted (referral and alias entries as themselves)."""
+def data_dump(srv):
+    """Every entry outside the scratch subtree with all its attributes, sorted (referral
+    and alias entries as themselves): {dn: [(attribute, sorted values)]}."""
     c = admin_connection(srv)
     try:
         answer = c.request(2, w.search(BASE, w.SCOPE_SUB, attrs=["*", "+"]),
@@ -339,17 +339,34 @@ def data_hash(srv):
         c.close()
     assert_result(answer[-1], "success")
     scratch = SCRATCH.lower()
-    entries = []
+    entries = {}
     for m in answer[:-1]:
         if m.op != w.SEARCH_ENTRY:
             continue
         dn = m.dn.lower()
         if dn == scratch or dn.endswith("," + scratch):
             continue
-        entries.append((dn, sorted((k.lower(), sorted(v)) for k, v in m.attrs.items())))
-    entries.sort()
+        entries[dn] = sorted((k.lower(), sorted(v)) for k, v in m.attrs.items())
     assert len(entries) >= PEOPLE + BULK_ENTRIES, len(entries)
-    return hashlib.sha256(repr(entries).encode()).hexdigest()
+    return entries
+
+
+def data_hash(srv):
+    """SHA-256 of the data's dump, with the dump: (hash, dump)."""
+    dump = data_dump(srv)
+    return hashlib.sha256(repr(sorted(dump.items())).encode()).hexdigest(), dump
+
+
+def dump_difference(before, after):
+    """What changed between two dumps, for a person."""
+    lines = [f"removed: {dn}" for dn in sorted(set(before) - set(after))]
+    lines += [f"added: {dn}: {after[dn]}" for dn in sorted(set(after) - set(before))]
+    for dn in sorted(set(before) & set(after)):
+        if before[dn] != after[dn]:
+            old, new = dict(before[dn]), dict(after[dn])
+            changed = {a: (old.get(a), new.get(a)) for a in set(old) | set(new) if old.get(a) != new.get(a)}
+            lines.append(f"changed: {dn}: {changed}")
+    return "\n".join(lines[:20])
 
 
 def assert_known_search(srv):
@@ -364,10 +381,13 @@ def assert_known_search(srv):
 
 
 def assert_serving(srv, before, what):
-    """The checks after each batch: alive, the known search, the data's hash."""
+    """The checks after each batch: alive, the known search, the data's hash (`before` is
+    what `data_hash` gave first)."""
     assert srv.alive(), f"seed {SEED}: the server died during {what}; stderr:\n{srv.stderr_tail()}"
     assert_known_search(srv)
-    assert data_hash(srv) == before, f"seed {SEED}: the data changed during {what}"
+    digest, dump = data_hash(srv)
+    assert digest == before[0], (f"seed {SEED}: the data changed during {what}:\n"
+                                 f"{dump_difference(before[1], dump)}")
 
 
 def proc_status(pid, key):
@@ -496,6 +516,9 @@ def reset_sandbox(srv):
         c.close()
 
 
+@pytest.mark.not_slapd("slapd lets any bound client send a Modify with no change to any entry, which rewrites its "
+                       "modifiersName, modifyTimestamp and entryCSN: the data's hash changes whenever a mutation "
+                       "empties a Modify's change list (test_an_empty_modify_by_a_reader_changes_nothing)")
 def test_mutated_pdus(hostile):
     print(f"\nhostile: mutated PDUs, seed {SEED} (replay: LARCH_HOSTILE_SEED={SEED})")
     mutator = bermutate.Mutator(SEED, NAMES)
@@ -528,8 +551,30 @@ def test_mutated_pdus(hostile):
             assert_serving(hostile, before, f"the mutations up to connection {connections - 1}")
             reset_sandbox(hostile)
     assert_serving(hostile, before, "the mutations")
+    reset_sandbox(hostile)
     tally.report(mutated_pdus=sent, valid_pdus=valid, catalogue=len(mutator.items))
     tally.assert_no_problem()
+
+
+@pytest.mark.not_slapd("slapd checks access only on the changes listed, so a Modify with none succeeds for any "
+                       "bound client and stamps the entry with its modifiersName")
+def test_an_empty_modify_by_a_reader_changes_nothing(hostile):
+    """Found by the mutations (a Modify whose change list a mutation emptied): a client
+    that may only read an entry sends a Modify with no change; it is refused with
+    insufficientAccessRights and the entry keeps its modifiersName, modifyTimestamp and
+    entryCSN."""
+    reset_sandbox(hostile)
+    before = data_hash(hostile)
+    for who in ((FUZZER_DN, FUZZER_PW), ("", "")):
+        c = w.RawConnection(hostile.host, hostile.port, timeout=EXCHANGE_DEADLINE_S)
+        try:
+            assert_result(c.request(1, w.bind_simple(*who))[-1], "success")
+            done = c.request(2, w.seq(w.octets(f"cn=p1,{DATA}"), w.seq(), tag=bermutate.MODIFY_REQUEST))[-1]
+        finally:
+            c.close()
+        assert_result(done, "insufficientAccessRights")
+        assert done.diag, "no diagnostic message"
+        assert_serving(hostile, before, f"an empty modify by {who[0] or 'an anonymous client'}")
 
 
 # ----------------------------------------------------------------------------- the Notice, last
