@@ -381,7 +381,7 @@ def _tree_mutation(rng, root):
         else:
             node.content = node.content[:rng.randrange(len(node.content) + 1)]
     elif kind == "grow" and not node.constructed:
-        size = rng.choice([255, 256, 65535 % MAX_GROWTH_OCTETS, MAX_GROWTH_OCTETS])
+        size = rng.choice([127, 128, 255, 256, MAX_GROWTH_OCTETS - 1, MAX_GROWTH_OCTETS])
         node.content = (node.content or b"x") * (size // max(1, len(node.content)) + 1)
         node.content = node.content[:size]
     elif kind == "int" and not node.constructed:

@@ -825,7 +825,7 @@ def test_resets_mid_response(hostile):
 # ----------------------------------------------------------------------------- the LDAPS port
 
 
-def client_hello(rng):
+def client_hello():
     """The first record of a real TLS handshake with the server's ldaps port (made by
     Python's ssl on a memory BIO)."""
     ctx = ssl.create_default_context()
@@ -848,15 +848,15 @@ def flip_one_bit(rng, data):
 
 def tls_garbage(rng):
     """(kind, octets) of one hostile opening of a TLS connection."""
-    hello = client_hello(rng)
+    hello = client_hello()
     kinds = {
-        "random octets": os.urandom(rng.choice([1, 5, 100, 4096, 70000])),
-        "record header, garbage body": b"\x16\x03\x01\x02\x00" + os.urandom(512),
-        "record longer than TLS allows": b"\x16\x03\x03\xff\xff" + os.urandom(1024),
+        "random octets": rng.randbytes(rng.choice([1, 5, 100, 4096, 70000])),
+        "record header, garbage body": b"\x16\x03\x01\x02\x00" + rng.randbytes(512),
+        "record longer than TLS allows": b"\x16\x03\x03\xff\xff" + rng.randbytes(1024),
         "alert record": b"\x15\x03\x03\x00\x02\x02\x28",
         "truncated ClientHello": hello[:rng.randrange(1, len(hello))],
         "ClientHello with a bit flipped": flip_one_bit(rng, hello),
-        "ClientHello then garbage": hello + os.urandom(2048),
+        "ClientHello then garbage": hello + rng.randbytes(2048),
         "plaintext LDAP bind": w.message(1, w.bind_simple()),
         "plaintext LDAP search": w.message(2, w.search(BASE, w.SCOPE_BASE)),
         "plaintext StartTLS": w.message(1, w.extended(bermutate.START_TLS_OID)),
