@@ -466,3 +466,71 @@ fn subschema_values_reparse_to_the_loaded_elements() {
         .unwrap();
     assert!(cert.contains("X-NOT-HUMAN-READABLE 'TRUE'"), "{cert}");
 }
+
+/// The published object classes, read back from the `objectClasses` values alone: every
+/// SUP names a published class, every MUST and MAY a published attribute type, and no type
+/// is both MUST and MAY of one class, counting the MUST a class inherits.
+#[test]
+fn published_subschema_is_self_consistent() {
+    for set in SETS {
+        let subschema = load(set).subschema();
+        let mut types = std::collections::HashMap::new();
+        for value in &subschema.attribute_types {
+            let Element::AttributeType(t) = parse_element(ElementKind::AttributeType, value).unwrap() else {
+                panic!("{value}")
+            };
+            for key in t.names.iter().chain([&t.oid]) {
+                types.insert(key.to_ascii_lowercase(), t.oid.clone());
+            }
+        }
+        let mut classes = std::collections::HashMap::new();
+        for value in &subschema.object_classes {
+            let Element::ObjectClass(c) = parse_element(ElementKind::ObjectClass, value).unwrap() else {
+                panic!("{value}")
+            };
+            for key in c.names.iter().chain([&c.oid]) {
+                classes.insert(key.to_ascii_lowercase(), c.clone());
+            }
+        }
+        let type_oid = |class: &str, name: &str, keyword: &str| -> String {
+            types
+                .get(&name.to_ascii_lowercase())
+                .unwrap_or_else(|| {
+                    panic!("{set:?}: {class} {keyword} {name}: not a published attribute type")
+                })
+                .clone()
+        };
+        for value in &subschema.object_classes {
+            let Element::ObjectClass(c) = parse_element(ElementKind::ObjectClass, value).unwrap() else {
+                panic!("{value}")
+            };
+            let label = c.names.first().unwrap_or(&c.oid).clone();
+            // Every MUST along the SUP graph (an explicit stack; the graph is acyclic once
+            // resolved, `seen` guards the walk anyway).
+            let mut must = std::collections::HashSet::new();
+            let mut stack = vec![c.clone()];
+            let mut seen = std::collections::HashSet::new();
+            while let Some(class) = stack.pop() {
+                if !seen.insert(class.oid.clone()) {
+                    continue;
+                }
+                for name in &class.must {
+                    must.insert(type_oid(&label, name, "MUST"));
+                }
+                for sup in &class.sup {
+                    let parent = classes
+                        .get(&sup.to_ascii_lowercase())
+                        .unwrap_or_else(|| panic!("{set:?}: {label} SUP {sup}: not a published class"));
+                    stack.push(parent.clone());
+                }
+            }
+            for name in &c.may {
+                let oid = type_oid(&label, name, "MAY");
+                assert!(
+                    !must.contains(&oid),
+                    "{set:?}: {label} has {name} as both MUST and MAY: {value}"
+                );
+            }
+        }
+    }
+}

@@ -470,3 +470,32 @@ fn macros_are_shared_across_files_and_checked() {
         "{error}"
     );
 }
+
+#[test]
+fn a_may_the_class_requires_is_dropped() {
+    // Its own MUST (as RFC 2307's ipProtocol writes it) and a superclass's MUST.
+    let schema = load(
+        "objectclass ( 1.1.1 NAME 'widget' SUP top STRUCTURAL\n  MUST ( cn $ description ) MAY ( description $ seeAlso ) )\n\
+         objectclass ( 1.1.2 NAME 'gadget' SUP widget STRUCTURAL\n  MAY ( cn $ ou ) )\n",
+    )
+    .unwrap();
+    let id = |name: &str| schema.attribute_type(name).unwrap().id;
+    let widget = schema.object_class("widget").unwrap();
+    assert_eq!(widget.description().must, ["cn", "description"]);
+    assert_eq!(widget.description().may, ["seeAlso"]);
+    assert_eq!(widget.may, [id("seeAlso")]);
+    assert!(widget.requires(id("description")) && !widget.all_may().contains(&id("description")));
+    let gadget = schema.object_class("gadget").unwrap();
+    assert_eq!(gadget.description().may, ["ou"]);
+    assert!(gadget.requires(id("cn")) && gadget.allows(id("ou")));
+    let published = schema.subschema();
+    let widget_value = published
+        .object_classes
+        .iter()
+        .find(|v| v.contains("'widget'"))
+        .unwrap();
+    assert!(
+        widget_value.contains("MUST ( cn $ description ) MAY seeAlso"),
+        "{widget_value}"
+    );
+}

@@ -1705,6 +1705,8 @@ fn subschema_subentry() {
     assert_eq!(attrs["matchingRules"], rendered.matching_rules);
     assert_eq!(attrs["matchingRuleUse"], rendered.matching_rule_use);
     assert_eq!(attrs["structuralObjectClass"], vec!["subentry"]);
+    // subentry (RFC 3672) requires it: the empty specification, the whole area.
+    assert_eq!(attrs["subtreeSpecification"], vec!["{}"]);
     assert_eq!(attrs["entryDN"], vec!["cn=Subschema"]);
     assert_eq!(attrs["subschemaSubentry"], vec!["cn=Subschema"]);
     assert_eq!(attrs["createTimestamp"].len(), 1);

@@ -863,6 +863,37 @@ fn modify_applies_all_changes_and_updates_operational_attributes() {
 }
 
 #[test]
+fn an_empty_modify_needs_write_on_the_entry() {
+    // A Modify with no change still stamps modifiersName, modifyTimestamp and entryCSN: a
+    // reader or an anonymous client (the default policy: nobody but the admin writes) is
+    // refused, and nothing is written; one with `write` on the entry may.
+    let mut h = Harness::with_config(
+        &[],
+        "[[access]]\nby = [{ dn = \"cn=Editor,dc=example,dc=com\", access = \"write\" }, { who = \"*\", access = \"read\" }]\n",
+    );
+    h.people();
+    h.person("Alice", PEOPLE);
+    let before = h.get(ALICE).unwrap();
+    let lsn = h.dir.store.current().lsn();
+    for who in [
+        identity("cn=Reader,dc=example,dc=com", false),
+        Identity::Anonymous,
+    ] {
+        h.identity = who;
+        let refused = error(h.modify(ALICE, &[], &[]));
+        assert_eq!(refused.code, ResultCode::INSUFFICIENT_ACCESS_RIGHTS);
+        assert!(refused.message.contains("no change"), "{}", refused.message);
+        assert_eq!(h.get(ALICE).unwrap(), before);
+        assert_eq!(h.dir.store.current().lsn(), lsn, "a refused modify was logged");
+    }
+    h.identity = identity("cn=Editor,dc=example,dc=com", false);
+    h.modify(ALICE, &[], &[]).unwrap();
+    let after = h.get(ALICE).unwrap();
+    assert_eq!(one(&after, "modifiersname"), "cn=Editor,dc=example,dc=com");
+    assert!(one(&after, "entrycsn") > one(&before, "entrycsn"));
+}
+
+#[test]
 fn modify_is_all_or_nothing_with_the_models_result_codes() {
     let h = Harness::open();
     h.people();

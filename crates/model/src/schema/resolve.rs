@@ -21,6 +21,11 @@
 //!    the complete MUST and MAY sets and the superclass set are unions along the graph;
 //!    an abstract class inherits only from abstract ones, an auxiliary one not from a
 //!    structural one, a structural one not from an auxiliary one (RFC 4512 section 4.1.1).
+//! 5. A MAY attribute type the class also requires (its own MUST or a superclass's) is
+//!    dropped from its MAY list and from the description it publishes: MUST wins, and no
+//!    type is both MUST and MAY of one class in `cn=Subschema` (RFC 2307's `ipProtocol`
+//!    and `oncRpc` say `MUST ( ... $ description ) MAY description`, RFC 4519's
+//!    `residentialPerson` has `l` in both).
 //!
 //! Errors carry the place of the element they concern.
 
@@ -771,6 +776,9 @@ fn resolve_object_classes(
             must: all_must,
             may: all_may,
         } = closure.unwrap_or_default();
+        let mut may = link.may;
+        may.retain(|id| all_must.binary_search(id).is_err());
+        let description = without_required_may(desc, &all_must, attribute_index);
         resolved.push(ObjectClass {
             id: ObjectClassId(id_u32(i)),
             oid: desc.oid.clone(),
@@ -779,16 +787,37 @@ fn resolve_object_classes(
             obsolete: desc.obsolete,
             sup: link.sup.iter().map(|&s| ObjectClassId(id_u32(s))).collect(),
             must: link.must,
-            may: link.may,
+            may,
             all_must,
             all_may,
             superclasses: superclasses
                 .into_iter()
                 .map(|s| ObjectClassId(id_u32(s)))
                 .collect(),
-            description: desc.clone(),
+            description,
             location: location.clone(),
         });
     }
     Ok(resolved)
+}
+
+/// The class's description as the schema keeps and publishes it: a MAY attribute type the
+/// class requires anyway (its own MUST or a superclass's) is left out of MAY, so no type is
+/// both MUST and MAY of one class in `cn=Subschema`. RFC 2307's `ipProtocol` and `oncRpc`
+/// list `description` as both, RFC 4519's `residentialPerson` `l` (OpenLDAP's schema files
+/// copy them, and slapd publishes them so); X.501 gives MUST precedence, which is what the
+/// closure does already, so the MAY was never more than a restatement.
+fn without_required_may(
+    desc: &ObjectClassDescription,
+    all_must: &[AttributeTypeId],
+    attribute_index: &NameMap<AttributeTypeId>,
+) -> ObjectClassDescription {
+    let required = |name: &String| {
+        attribute_index
+            .get(name.to_ascii_lowercase().as_str())
+            .is_some_and(|id| all_must.binary_search(id).is_ok())
+    };
+    let mut published = desc.clone();
+    published.may.retain(|name| !required(name));
+    published
 }

@@ -6,7 +6,10 @@
 //! - Delete: `delete` on the parent's `children` and on the entry's `entry` (each entry of
 //!   a subtree delete);
 //! - Modify: per change, on its attribute type: `add` for add, `delete` for delete,
-//!   `delete` and (with values) `add` for replace, `increment` for increment;
+//!   `delete` and (with values) `add` for replace, `increment` for increment; a Modify
+//!   with no change (it still sets modifiersName, modifyTimestamp and entryCSN): `write`
+//!   on the entry's `entry`, so that a client who may change nothing of an entry cannot
+//!   stamp it with its name (slapd checks only the changes listed, and lets it);
 //! - Modify DN: `write` on the entry's `entry`; on the old parent's `children` `write`, or
 //!   `delete` when a new superior is given, which needs `add` on its `children`; `add` on
 //!   each type of the new RDN and, with deleteOldRDN, `delete` on each type of an old RDN
@@ -204,6 +207,14 @@ impl<'a> OpAccess<'a> {
     ) -> Result<(), OpError> {
         if self.requester.is_admin() {
             return Ok(());
+        }
+        if changes.iter().next().is_none() {
+            return self.require(
+                Target::Stored { version, id },
+                What::Entry,
+                Privileges::WRITE,
+                || format!("entry `{}` (a modify with no change)", version.dn(id)),
+            );
         }
         let mut access = self.entry(Target::Stored { version, id });
         for change in changes.iter() {

@@ -3,12 +3,18 @@
 //!
 //! Attributes, as OpenLDAP publishes them: `objectClass` top, subentry, subschema,
 //! extensibleObject and `cn: Subschema` (user attributes); operational:
+//! `subtreeSpecification: {}` (which slapd leaves out, see below),
 //! `structuralObjectClass: subentry`, `createTimestamp` and `modifyTimestamp` (the time
 //! the process first published a schema: the schema is loaded at startup and never changes
 //! while it runs), the descriptions rendered by `larch_model::schema::Schema::subschema`
 //! (`ldapSyntaxes`, `matchingRules`, `matchingRuleUse`, `attributeTypes`, `objectClasses`,
 //! and DIT content rules, structure rules and name forms when the schema has any), and the
 //! computed `entryDN` and `subschemaSubentry`.
+//!
+//! The entry conforms to its own classes: `subentry` (RFC 3672) requires `cn` and
+//! `subtreeSpecification`, and slapd's entry has no `subtreeSpecification`. Larch gives it
+//! the empty specification `{}`, which RFC 3672 section 2.1 reads as the whole
+//! administrative area: the one subschema governs every entry the server holds.
 //!
 //! Rendering every description takes a while (hundreds of values), so the entry is built
 //! once per schema and kept: the cache holds the schema by `Weak` pointer, so a new schema
@@ -22,6 +28,10 @@ use larch_model::schema::Schema;
 use super::{Builder, DseEntry};
 use crate::opattrs::time::generalized_time;
 use crate::opattrs::SUBSCHEMA_SUBENTRY_DN;
+
+/// The empty SubtreeSpecification (RFC 3672 section 2.1): base, chop and filter all at
+/// their defaults, that is every entry of the administrative area.
+const WHOLE_AREA: &str = "{}";
 
 /// The entry last built, with the schema it was built from.
 type Cached = Option<(Weak<Schema>, Arc<DseEntry>)>;
@@ -51,6 +61,7 @@ fn build(schema: &Schema) -> DseEntry {
         &["top", "subentry", "subschema", "extensibleObject"],
     );
     b.add(schema, "cn", &["Subschema"]);
+    b.add(schema, "subtreeSpecification", &[WHOLE_AREA]);
     b.add(schema, "structuralObjectClass", &["subentry"]);
     b.add(schema, "createTimestamp", &[&time]);
     b.add(schema, "modifyTimestamp", &[&time]);

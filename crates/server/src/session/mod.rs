@@ -28,7 +28,10 @@
 //! Hostile input: a PDU that cannot be framed or whose envelope does not decode gets a
 //! Notice of Disconnection (`protocolError`) and the connection closes; a PDU whose
 //! envelope decodes but whose operation does not gets that operation's response with
-//! `protocolError` and the connection goes on.
+//! `protocolError` and the connection goes on. The Notice is the last message (RFC 4511
+//! section 4.4.1): reading stops, the operations still in flight answer through the
+//! writer task, and once it has sent everything and handed the socket back, the session
+//! writes the Notice and closes.
 
 mod bind;
 mod complete;
@@ -262,6 +265,9 @@ pub async fn serve(
     let mut client_left = false;
     // Why the loop ended, when not for a reason the session records (Unbind, a bad PDU).
     let mut reason = CloseReason::Shutdown;
+    // What the read that ended the session with a Notice of Disconnection produced, the
+    // Notice last: written once every operation still in flight has answered.
+    let mut last_words = Vec::new();
     loop {
         if buf.len() == buf.capacity() {
             buf.reserve(if buf.capacity() < READ_START {
@@ -350,6 +356,10 @@ pub async fn serve(
                 }
             }
         }
+        if session.bad_pdu.is_some() {
+            last_words = out;
+            break;
+        }
         if !out.is_empty() && session.out_tx.write(out).await.is_err() {
             break;
         }
@@ -403,7 +413,16 @@ pub async fn serve(
     let last_op = session.next_op - 1;
     drop(session);
     if let Some(writer) = writer {
+        // The writer task ends once every operation still in flight has sent its answer
+        // (they hold senders into its queues), and hands the socket back.
         if let Ok(Some(mut socket)) = writer.await {
+            if !last_words.is_empty() {
+                let write = async {
+                    socket.write_all(&last_words).await?;
+                    socket.flush().await
+                };
+                let _ = tokio::time::timeout(limits.write_timeout, write).await;
+            }
             if client_left {
                 socket.finish_after_client_left(limits.write_timeout).await;
             } else {
