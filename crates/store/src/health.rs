@@ -75,9 +75,12 @@ impl WriteHalt {
     /// The halt a log error means.
     pub fn from_wal(error: &WalError) -> WriteHalt {
         let (op, path, cause, kind) = match error {
-            WalError::Io { op, path, source } => {
-                ((*op).to_string(), path.clone(), system_words(source), source.kind())
-            }
+            WalError::Io { op, path, source } => (
+                (*op).to_string(),
+                path.clone(),
+                system_words(source),
+                source.kind(),
+            ),
             other => (
                 "append to".to_string(),
                 PathBuf::new(),
@@ -314,7 +317,10 @@ mod tests {
         assert_eq!(health.read(), StoreHealth::default());
         let events = events.lock().unwrap();
         assert_eq!(events.len(), 3, "{events:?}");
-        assert!(events[2].contains("SnapshotRecovered { failures: 2 }"), "{events:?}");
+        assert!(
+            events[2].contains("SnapshotRecovered { failures: 2 }"),
+            "{events:?}"
+        );
     }
 
     #[test]

@@ -334,11 +334,10 @@ impl Store {
                     let by_size = records.is_some_and(|r| lsn.saturating_sub(last_lsn) >= r);
                     // A failed snapshot is retried after a back-off (`crate::health`); the
                     // log still holds every change, so nothing is lost meanwhile.
-                    if (by_time || by_size) && store.inner.health.snapshot_due(Instant::now()) {
-                        if store.snapshot().is_ok() {
-                            last_time = Instant::now();
-                            last_lsn = lsn;
-                        }
+                    let due = (by_time || by_size) && store.inner.health.snapshot_due(Instant::now());
+                    if due && store.snapshot().is_ok() {
+                        last_time = Instant::now();
+                        last_lsn = lsn;
                     }
                 }
             })

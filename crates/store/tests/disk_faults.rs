@@ -42,7 +42,9 @@ fn open(storage: &FaultStorage, events: &Events) -> Store {
     o.snapshot_interval = None;
     o.snapshot_after_records = None;
     let sink = Arc::clone(events);
-    o.events = Some(Arc::new(move |e: &StoreEvent| sink.lock().unwrap().push(e.clone())));
+    o.events = Some(Arc::new(move |e: &StoreEvent| {
+        sink.lock().unwrap().push(e.clone())
+    }));
     Store::open(o).unwrap().0
 }
 
@@ -54,7 +56,11 @@ fn entry(dn: &str, filler: &str) -> Entry {
     let none = Options::none();
     let at = |n: &str| s.attribute_type(n).unwrap().id;
     let rdn = &dn.rdns[0].avas[0];
-    let class = if rdn.attr == "dc" { "dcObject" } else { "organizationalUnit" };
+    let class = if rdn.attr == "dc" {
+        "dcObject"
+    } else {
+        "organizationalUnit"
+    };
     e.push_value(at("objectClass"), &none, class.as_bytes().to_vec());
     if class == "dcObject" {
         e.push_value(at("objectClass"), &none, b"organization".to_vec());
@@ -150,14 +156,21 @@ fn a_failed_fsync_is_never_retried_nor_reported_as_success_and_a_restart_keeps_e
             other => panic!("a write after the halt: {other:?}"),
         }
     }
-    assert_eq!(disk.file_sync_count(), syncs_at_failure, "no fsync after the failure");
+    assert_eq!(
+        disk.file_sync_count(),
+        syncs_at_failure,
+        "no fsync after the failure"
+    );
     assert_eq!(store.write_halt().as_deref(), Some(&**halt));
     assert_eq!(halts(&events), 1, "{:?}", events.lock().unwrap());
     // Reads go on, on the last durable version.
     assert_eq!(names(&store.current()), sorted(acked.clone()));
 
     // A power cut, then a restart: every acknowledged write, nothing else.
-    assert!(store.close(false).is_err(), "closing a halted store reports the halt");
+    assert!(
+        store.close(false).is_err(),
+        "closing a halted store reports the halt"
+    );
     drop(store);
     disk.crash();
     let events = Events::default();
@@ -245,12 +258,19 @@ fn a_snapshot_that_does_not_fit_fails_cleanly_and_writes_go_on() {
 
     let err = store.snapshot().unwrap_err();
     assert!(err.to_string().contains("No space left on device"), "{err}");
-    assert_eq!(disk.list(&snapshots).unwrap(), Vec::<String>::new(), "no temporary file left");
+    assert_eq!(
+        disk.list(&snapshots).unwrap(),
+        Vec::<String>::new(),
+        "no temporary file left"
+    );
     assert_eq!(disk.list(&wal).unwrap(), log_before, "the log is kept");
     let health = store.health();
     assert!(health.writable());
     assert_eq!(health.snapshot_failures, 1);
-    assert!(health.last_snapshot_error.unwrap().contains("No space left on device"));
+    assert!(health
+        .last_snapshot_error
+        .unwrap()
+        .contains("No space left on device"));
     assert!(matches!(
         events.lock().unwrap().as_slice(),
         [StoreEvent::SnapshotFailed { failures: 1, .. }]
@@ -297,7 +317,9 @@ fn a_batch_that_fails_across_a_segment_roll_leaves_no_record_and_no_new_segment(
         let told = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&told);
         let hook: larch_store::wal::FailureHook = Arc::new(move |e: &WalError, undo: Option<&WalError>| {
-            sink.lock().unwrap().push((e.to_string(), undo.map(ToString::to_string)));
+            sink.lock()
+                .unwrap()
+                .push((e.to_string(), undo.map(ToString::to_string)));
         });
         let wal = wal_open(&disk, &dir, Some(hook));
         for i in 1..=3 {

@@ -231,7 +231,9 @@ impl SegmentWriter {
 
     fn sync(&mut self) -> Result<(), WalError> {
         if self.synced_lsn < self.written_lsn {
-            self.file.sync().map_err(|e| WalError::io("sync", &self.path, e))?;
+            self.file
+                .sync()
+                .map_err(|e| WalError::io("sync", &self.path, e))?;
             self.synced_lsn = self.written_lsn;
         }
         Ok(())
