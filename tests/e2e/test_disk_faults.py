@@ -32,7 +32,7 @@ import pytest
 from ldap3 import MODIFY_REPLACE
 
 import conftest
-from ldaputil import assert_result, connect, search_entries
+from ldaputil import assert_result, connect, dns_of, search_entries
 
 pytestmark = [pytest.mark.reliability,
               pytest.mark.larch_only("Larch's answer to a full disk: slapd's back-mdb has its own")]
@@ -116,8 +116,9 @@ def unit_attrs(i):
 
 
 def units(conn, base):
-    return sorted(e.entry_dn.lower() for e in search_entries(conn, base, "(objectClass=organizationalUnit)",
-                                                               attrs=["1.1"]))
+    result, entries = search_entries(conn, base, "(objectClass=organizationalUnit)", attrs=["1.1"])
+    assert_result(result, "success")
+    return sorted(dns_of(entries))
 
 
 def error_log_lines(srv, words):

@@ -18,6 +18,11 @@ use std::sync::Arc;
 use larch_store::health::EventSink;
 use larch_store::StoreEvent;
 
+/// The words of step 1.
+const WRITES_HALTED: &str = "the directory stopped accepting writes: the write-ahead log failed; \
+     reads go on, every write gets `unavailable` (52); restart the server once the disk is fixed \
+     (every acknowledged write is kept)";
+
 /// The sink that writes the store's events to the error log.
 pub fn error_log_sink() -> EventSink {
     Arc::new(log_store_event)
@@ -26,15 +31,22 @@ pub fn error_log_sink() -> EventSink {
 /// Steps 1 to 3: one error log line per event.
 pub fn log_store_event(event: &StoreEvent) {
     match event {
-        StoreEvent::WritesHalted(halt) => tracing::error!(
-            op = %halt.op,
-            path = %halt.path.display(),
-            cause = %halt.cause,
-            undo_failed = halt.undo_failed.as_deref().unwrap_or("no"),
-            "the directory stopped accepting writes: the write-ahead log failed; reads go on, \
-             every write gets `unavailable` (52); restart the server once the disk is fixed \
-             (every acknowledged write is kept)"
-        ),
+        StoreEvent::WritesHalted(halt) => match &halt.undo_failed {
+            None => tracing::error!(
+                op = %halt.op,
+                path = %halt.path.display(),
+                cause = %halt.cause,
+                "{WRITES_HALTED}"
+            ),
+            Some(undo) => tracing::error!(
+                op = %halt.op,
+                path = %halt.path.display(),
+                cause = %halt.cause,
+                undo_error = %undo,
+                "{WRITES_HALTED}; the failed batch could not be taken out of the log, so a restart \
+                 may replay whole records of it that no client was told were written"
+            ),
+        },
         StoreEvent::SnapshotFailed {
             error,
             failures,
