@@ -344,8 +344,12 @@ fn run(name: &str, sync: SyncPolicy, fail: impl Fn(&Gate), heal: impl Fn(&Gate),
     }
     assert_eq!(late.bind().code, ResultCode::SUCCESS, "binds still answer");
 
-    let closed = server.stop();
-    assert!(closed.is_err(), "closing reports the halt");
+    let closed = server.stop().unwrap_err();
+    assert!(
+        closed.contains("the store accepts no writes"),
+        "closing reports the halt: {closed}"
+    );
+    assert!(closed.contains(cause), "{closed}");
 
     // A restart on a sound disk: every acknowledged write, nothing else, writes again.
     let server = Server::start(data.clone(), Arc::new(FsStorage), sync);

@@ -13,6 +13,10 @@
 //!
 //! Log segments are removed only when every retained snapshot covers them
 //! ([`KEEP_SNAPSHOTS`] are kept), so falling back to the previous snapshot loses nothing.
+//!
+//! The store's health ([`crate::health`]: writes halted after the log failed, snapshot
+//! failures and their back-off) is read with [`Store::health`] and reported to
+//! [`StoreOptions::events`].
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -519,7 +523,11 @@ impl Store {
         if snapshot {
             self.snapshot_now()?;
         }
-        self.inner.wal.sync()?;
+        // A halted store says so in its own words (the log's error says less).
+        self.inner.wal.sync().map_err(|e| match self.write_halt() {
+            Some(halt) => StoreError::Failed(halt),
+            None => e.into(),
+        })?;
         Ok(())
     }
 }
