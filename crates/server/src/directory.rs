@@ -32,14 +32,15 @@ use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::check_entry;
 use larch_model::entry::{Entry, Options};
 use larch_model::schema::{AttributeTypeId, Schema};
-use larch_store::storage::FsStorage;
-use larch_store::{OpenReport, Store, StoreError, StoreReader};
+use larch_store::storage::{FsStorage, Storage};
+use larch_store::{OpenReport, Store, StoreError, StoreReader, WriteHalt};
 
 use crate::accesslog::AccessLog;
 use crate::acl::AccessRules;
 use crate::auditlog::AuditLog;
 use crate::bind_throttle::BindThrottle;
 use crate::config::{ConfigError, ServerConfig};
+use crate::error::OpError;
 use crate::hooks::WriteHooks;
 use crate::lookup::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
 use crate::opattrs::csn::CsnGenerator;
@@ -47,6 +48,7 @@ use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes}
 use crate::outcome::Observers;
 use crate::output_budget::OutputBudget;
 use crate::password;
+use crate::store_health;
 use crate::tls::{TlsError, TlsState};
 use crate::workers::{worker_count, Workers};
 
@@ -158,6 +160,15 @@ impl Directory {
     /// Opens the store of `config` and sets up a new data directory (see the module
     /// documentation).
     pub fn open(config: ServerConfig) -> Result<(Directory, Startup), DirectoryError> {
+        Directory::open_on(config, Arc::new(FsStorage))
+    }
+
+    /// [`Directory::open`] with the store's files on `storage` (a test's misbehaving disk).
+    /// The store's health events go to the error log ([`store_health`]).
+    pub fn open_on(
+        config: ServerConfig,
+        storage: Arc<dyn Storage>,
+    ) -> Result<(Directory, Startup), DirectoryError> {
         let schema = Arc::new(config.schema()?);
         let suffixes = config.normalized_suffixes(&schema)?;
         let admin_dn = config.normalized_admin_dn(&schema)?;
@@ -173,7 +184,10 @@ impl Directory {
         if let Some(log) = &access_log {
             observers.add(log.clone());
         }
-        let (store, report) = Store::open(config.to_store_options(schema.clone()))?;
+        let mut store_options = config.to_store_options(schema.clone());
+        store_options.storage = storage;
+        store_options.events = Some(store_health::error_log_sink());
+        let (store, report) = Store::open(store_options)?;
         let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
         let bind_throttle = BindThrottle::new(config.bind_throttle.clone());
         let current = store.current();
@@ -232,6 +246,24 @@ impl Directory {
     /// A reader of the store's current version.
     pub fn reader(&self) -> StoreReader {
         self.store.reader()
+    }
+
+    /// The directory's write health: `None` while it accepts writes; `Some` with why
+    /// (the log's operation, file and cause, and since when) once the store has stopped
+    /// accepting them after its write-ahead log failed. It stays set until a restart;
+    /// reads go on meanwhile. Lock-free, for health checks (`/readyz`) and monitoring.
+    pub fn write_halt(&self) -> Option<Arc<WriteHalt>> {
+        self.store.write_halt()
+    }
+
+    /// `unavailable` (52), in the words every write gets, once writes are halted
+    /// ([`Directory::write_halt`]); the first check of every update, so the answer does
+    /// not depend on the request or on which connection met the failure.
+    pub fn check_writable(&self) -> Result<(), OpError> {
+        match self.write_halt() {
+            None => Ok(()),
+            Some(halt) => Err(OpError::writes_halted(&halt)),
+        }
     }
 
     /// Creates missing suffix and admin entries; resets the admin password from the

@@ -5,7 +5,7 @@
 use larch_model::dn::DnError;
 use larch_model::ModelError;
 use larch_proto::{DecodeError, LdapResult, ResultCode};
-use larch_store::StoreError;
+use larch_store::{StoreError, WriteHalt};
 
 use crate::opattrs::OpAttrsError;
 
@@ -61,6 +61,21 @@ impl OpError {
         }
     }
 
+    /// `unavailable` (52) for every write once the store has stopped accepting them (its
+    /// write-ahead log failed; see `larch_store::health`): the same words whatever
+    /// connection asks, the system's words for the cause, what the operator must do, and
+    /// no file name (that is in the error log).
+    pub fn writes_halted(halt: &WriteHalt) -> OpError {
+        OpError::new(
+            ResultCode::UNAVAILABLE,
+            format!(
+                "the directory cannot write: the write-ahead log failed to {} ({}); \
+                 restart the server once the disk is fixed",
+                halt.op, halt.cause
+            ),
+        )
+    }
+
     /// Sets the matchedDN.
     pub fn with_matched(mut self, matched_dn: impl Into<String>) -> OpError {
         self.matched_dn = matched_dn.into();
@@ -101,7 +116,10 @@ impl From<DnError> for OpError {
 
 impl From<StoreError> for OpError {
     fn from(e: StoreError) -> OpError {
-        OpError::new(e.result_code(), e.to_string())
+        match e {
+            StoreError::Failed(halt) => OpError::writes_halted(&halt),
+            e => OpError::new(e.result_code(), e.to_string()),
+        }
     }
 }
 

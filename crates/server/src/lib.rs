@@ -17,6 +17,8 @@
 //! proxied authorization). [`lookup`] holds the reads of a version that binds, writes and
 //! searches share (referral and alias classes, the last search base, the referral check),
 //! [`select`] the attribute selection of searches, read controls and the DSEs.
+//! [`store_health`] words the store's health events (writes halted after a disk fault,
+//! snapshots failing) for the error log.
 //!
 //! Layers, from the bottom up: a module imports only modules listed before it, on its
 //! line or an earlier one (`tests/layering.rs` reads this list and checks every
@@ -29,8 +31,8 @@
 //!    operation is answered and ends;
 //! 4. `select`, `lookup`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 6. `accesslog`, `auditlog`, `tls`, `password`, `bind_throttle`, `hooks`: what the
-//!    directory holds;
+//! 6. `accesslog`, `auditlog`, `tls`, `password`, `bind_throttle`, `hooks`, `store_health`:
+//!    what the directory holds;
 //! 7. `directory`: the shared state;
 //! 8. `auth`, `dse`, `search`, `ops`: the operations;
 //! 9. `session`, `net`: connections.
@@ -72,5 +74,6 @@ pub mod response;
 pub mod search;
 pub mod select;
 pub mod session;
+pub mod store_health;
 pub mod tls;
 pub mod workers;

@@ -1,9 +1,11 @@
 //! The store's errors, and the LDAP result code each one means to a client.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use larch_proto::ResultCode;
 
+use crate::health::WriteHalt;
 use crate::snapshot::SnapshotError;
 use crate::wal::WalError;
 
@@ -51,9 +53,10 @@ pub enum StoreError {
     /// The store is closing or closed.
     #[error("the store is shut down")]
     Closed,
-    /// The writer stopped after a log failure.
-    #[error("the store stopped accepting writes after an earlier failure: {0}")]
-    Failed(String),
+    /// The store stopped accepting writes after its log failed ([`crate::health`]): every
+    /// write gets this same halt until the store is reopened.
+    #[error("the store accepts no writes: {0}; reopen it once the disk is fixed")]
+    Failed(Arc<WriteHalt>),
     /// A record in the log cannot be replayed (the log does not match the snapshot).
     #[error("cannot replay log record {lsn}: {problem}")]
     Replay {

@@ -13,6 +13,8 @@
 //! - snapshots ([`snapshot`]) written from an old version while writes go on, loaded in
 //!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]);
 //! - the [`storage`] trait beneath every file, so tests inject torn writes and crashes;
+//! - its [`health`]: whether it accepts writes (a failed log stops them for good until it is
+//!   reopened) and how snapshots fare, readable at any time and reported as events;
 //! - LDIF ([`ldif`]) reading and writing, offline import and export.
 //!
 //! What it is not: it knows nothing of sockets, LDAP sessions, access control or operational
@@ -27,6 +29,8 @@
 pub mod error;
 #[cfg(not(loom))]
 pub mod feed;
+#[cfg(not(loom))]
+pub mod health;
 #[cfg(not(loom))]
 pub mod idset;
 #[cfg(not(loom))]
@@ -64,6 +68,8 @@ pub mod writer;
 pub use error::StoreError;
 #[cfg(not(loom))]
 pub use feed::{CommittedBatch, CommittedChange, FeedError, FeedStart, FeedSubscription};
+#[cfg(not(loom))]
+pub use health::{StoreEvent, StoreHealth, WriteHalt};
 #[cfg(not(loom))]
 pub use record::{EntryId, EntryRecord};
 #[cfg(not(loom))]

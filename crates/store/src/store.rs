@@ -13,6 +13,10 @@
 //!
 //! Log segments are removed only when every retained snapshot covers them
 //! ([`KEEP_SNAPSHOTS`] are kept), so falling back to the previous snapshot loses nothing.
+//!
+//! The store's health ([`crate::health`]: writes halted after the log failed, snapshot
+//! failures and their back-off) is read with [`Store::health`] and reported to
+//! [`StoreOptions::events`].
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -24,6 +28,7 @@ use larch_model::schema::Schema;
 
 use crate::error::StoreError;
 use crate::feed::{self, FeedError, FeedHub, FeedStart, FeedSubscription, LogSource};
+use crate::health::{EventSink, Health, StoreHealth, WriteHalt};
 use crate::index::{IndexConfig, Keyer, ResolvedIndexes};
 use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_record, TypeMap};
 use crate::record::{EntryId, EntryRecord};
@@ -80,6 +85,10 @@ pub struct StoreOptions {
     /// [`crate::snapshot::WriteOptions::duty_cycle`]); the snapshot at close runs at full
     /// speed on every core.
     pub snapshot_duty_cycle: f64,
+    /// Told of every change of the store's health (writes halted, snapshots failing and
+    /// recovering; see [`crate::health`]); `None`: nobody is told, [`Store::health`] still
+    /// says.
+    pub events: Option<EventSink>,
 }
 
 impl std::fmt::Debug for StoreOptions {
@@ -107,6 +116,7 @@ impl StoreOptions {
             snapshot_interval: Some(Duration::from_secs(24 * 3600)),
             snapshot_after_records: Some(DEFAULT_SNAPSHOT_AFTER_RECORDS),
             snapshot_duty_cycle: DEFAULT_SNAPSHOT_DUTY_CYCLE,
+            events: None,
         }
     }
 
@@ -153,6 +163,8 @@ struct Inner {
     /// Stops the periodic snapshot thread.
     stop: Arc<(Mutex<bool>, Condvar)>,
     timer: Mutex<Option<JoinHandle<()>>>,
+    /// Whether writes are accepted, how snapshots fare ([`crate::health`]).
+    health: Arc<Health>,
 }
 
 /// The in-memory directory database. Cheap to clone (a reference).
@@ -206,10 +218,12 @@ impl Store {
         report.load_time = started.elapsed();
         let snap_lsn = version.lsn;
 
+        let health = Arc::new(Health::new(options.events.clone()));
         let wal_options = WalOptions {
             sync: options.sync,
             segment_size_limit: options.segment_size_limit,
             first_lsn: snap_lsn + 1,
+            on_failure: Some(halt_on_failure(&health)),
         };
         let (mut wal, mut recovery) = Wal::open(Arc::clone(&storage), &wal_dir, wal_options.clone())?;
         if recovery.next_lsn.is_some_and(|next| next <= snap_lsn) {
@@ -262,9 +276,10 @@ impl Store {
             let cell = Arc::clone(&cell);
             let wal = Arc::clone(&wal);
             let feed = Arc::clone(&feed);
+            let health = Arc::clone(&health);
             std::thread::Builder::new()
                 .name("larch-writer".into())
-                .spawn(move || writer::run(rx, cell, wal, feed))
+                .spawn(move || writer::run(rx, cell, wal, feed, health))
                 .map_err(io("start the writer for", &options.dir))?
         };
         let store = Store {
@@ -282,6 +297,7 @@ impl Store {
                 snapshot_lock: Mutex::new(()),
                 stop: Arc::new((Mutex::new(false), Condvar::new())),
                 timer: Mutex::new(None),
+                health,
             }),
         };
         if options.snapshot_interval.is_some() || options.snapshot_after_records.is_some() {
@@ -320,18 +336,30 @@ impl Store {
                     let lsn = store.current().lsn;
                     let by_time = every.is_some_and(|e| last_time.elapsed() >= e);
                     let by_size = records.is_some_and(|r| lsn.saturating_sub(last_lsn) >= r);
-                    if by_time || by_size {
-                        // A failed periodic snapshot is retried at the next check; the log
-                        // still holds every change, so nothing is lost meanwhile.
-                        if store.snapshot().is_ok() {
-                            last_time = Instant::now();
-                            last_lsn = lsn;
-                        }
+                    // A failed snapshot is retried after a back-off (`crate::health`); the
+                    // log still holds every change, so nothing is lost meanwhile.
+                    let due = (by_time || by_size) && store.inner.health.snapshot_due(Instant::now());
+                    if due && store.snapshot().is_ok() {
+                        last_time = Instant::now();
+                        last_lsn = lsn;
                     }
                 }
             })
             .ok();
         *self.inner.timer.lock().unwrap_or_else(|e| e.into_inner()) = handle;
+    }
+
+    /// The store's health: whether it accepts writes (and why not), how snapshots fare.
+    /// Cheap: a lock-free read and a short lock.
+    pub fn health(&self) -> StoreHealth {
+        self.inner.health.read()
+    }
+
+    /// `Some` once the store has stopped accepting writes (its log failed), with why; every
+    /// write then fails with [`StoreError::Failed`] carrying this halt, until the store is
+    /// reopened. Lock-free.
+    pub fn write_halt(&self) -> Option<Arc<WriteHalt>> {
+        self.inner.health.write_halt()
     }
 
     /// A reader's handle on the current version (one per worker thread or connection).
@@ -429,7 +457,17 @@ impl Store {
         self.write_snapshot(true)
     }
 
+    /// Writes a snapshot and records how it went in the store's health.
     fn write_snapshot(&self, full_speed: bool) -> Result<Option<SnapshotInfo>, StoreError> {
+        let result = self.write_snapshot_file(full_speed);
+        match &result {
+            Ok(_) => self.inner.health.snapshot_written(),
+            Err(e) => self.inner.health.snapshot_failed(e.to_string(), Instant::now()),
+        }
+        result
+    }
+
+    fn write_snapshot_file(&self, full_speed: bool) -> Result<Option<SnapshotInfo>, StoreError> {
         let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         let storage = &*self.inner.storage;
         let dir = &self.inner.snapshot_dir;
@@ -485,9 +523,23 @@ impl Store {
         if snapshot {
             self.snapshot_now()?;
         }
-        self.inner.wal.sync()?;
+        // A halted store says so in its own words (the log's error says less).
+        self.inner.wal.sync().map_err(|e| match self.write_halt() {
+            Some(halt) => StoreError::Failed(halt),
+            None => e.into(),
+        })?;
         Ok(())
     }
+}
+
+/// The log's failure hook: the failure becomes the store's write halt (reported once).
+fn halt_on_failure(health: &Arc<Health>) -> crate::wal::FailureHook {
+    let health = Arc::clone(health);
+    Arc::new(move |error, undo| {
+        let mut halt = WriteHalt::from_wal(error);
+        halt.undo_failed = undo.map(ToString::to_string);
+        health.halt(halt);
+    })
 }
 
 /// Loads the newest snapshot, or starts empty when there is none.

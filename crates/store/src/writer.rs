@@ -17,8 +17,10 @@
 //!    ([`crate::feed`]: a non-blocking push into each one's bounded queue; with no
 //!    subscriber, nothing is kept or copied), then reports each job's result.
 //! 5. If the log fails, the batch's version is dropped, jobs that changed something get
-//!    [`StoreError::Failed`], and every later job too: a log that failed an fsync cannot be
-//!    trusted again until the store is reopened (recovery then decides what survived).
+//!    [`StoreError::Failed`], and every later job too, with the same [`WriteHalt`] (the
+//!    store's health, [`crate::health`]): a log that failed an fsync cannot be trusted
+//!    again until the store is reopened (recovery then decides what survived). The log
+//!    has taken the batch's records out again, so none of it is replayed after a restart.
 //!
 //! Nothing is visible to readers, and no result is reported, before its record is
 //! acknowledged (durable under `sync = always`).
@@ -28,6 +30,7 @@ use std::sync::Arc;
 
 use crate::error::StoreError;
 use crate::feed::FeedHub;
+use crate::health::{Health, WriteHalt};
 use crate::txn::WriteTxn;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
@@ -57,10 +60,16 @@ impl Drop for CloseFeed {
 }
 
 /// The writer loop; returns when every sender is gone.
-pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc<Wal>, feed: Arc<FeedHub>) {
+pub(crate) fn run(
+    jobs: Receiver<Job>,
+    cell: Arc<VersionCell<Version>>,
+    wal: Arc<Wal>,
+    feed: Arc<FeedHub>,
+    health: Arc<Health>,
+) {
     let feed = CloseFeed(feed);
     let mut current = cell.load();
-    let mut failed: Option<String> = None;
+    let mut failed: Option<Arc<WriteHalt>> = None;
     let mut log: Vec<Vec<u8>> = Vec::new();
     // The batch's changes for the feed, kept only while it has subscribers.
     let mut kept: Vec<Change> = Vec::new();
@@ -77,9 +86,11 @@ pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        if let Some(msg) = &failed {
+        // A halt met by this thread, or by the log's own thread between batches (a late
+        // fsync under `sync = batch`).
+        if let Some(halt) = failed.clone().or_else(|| health.write_halt()) {
             for job in batch {
-                job(Err(StoreError::Failed(msg.clone())))(Err(StoreError::Failed(msg.clone())));
+                job(Err(StoreError::Failed(Arc::clone(&halt))))(Err(StoreError::Failed(Arc::clone(&halt))));
             }
             continue;
         }
@@ -120,11 +131,13 @@ pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc
             }
             Err(e) => {
                 kept.clear();
-                let msg = e.to_string();
-                failed = Some(msg.clone());
+                // The log has recorded the halt already (its failure hook); an error of
+                // another kind (no LSN left) becomes the halt here.
+                let halt = health.halt(halt_of(&e));
+                failed = Some(Arc::clone(&halt));
                 for (finish, changed) in finishers {
                     finish(if changed {
-                        Err(StoreError::Failed(msg.clone()))
+                        Err(StoreError::Failed(Arc::clone(&halt)))
                     } else {
                         Ok(())
                     });
@@ -134,15 +147,21 @@ pub(crate) fn run(jobs: Receiver<Job>, cell: Arc<VersionCell<Version>>, wal: Arc
     }
 }
 
-/// Hands the records to the log and waits for the last; returns the first and last LSNs
-/// (consecutive: this thread is the log's only writer).
+/// Hands the records to the log at once and waits for the last; returns the first and
+/// last LSNs (consecutive: this thread is the log's only writer).
 fn log_batch(wal: &Wal, log: &mut Vec<Vec<u8>>) -> Result<(Lsn, Lsn), StoreError> {
-    let mut first = None;
-    let mut last = 0;
-    for payload in log.drain(..) {
-        last = wal.submit(payload)?;
-        first.get_or_insert(last);
-    }
+    let Some((first, last)) = wal.submit_batch(std::mem::take(log))? else {
+        return Err(StoreError::Closed);
+    };
     wal.wait_for(last)?;
-    Ok((first.unwrap_or(last), last))
+    Ok((first, last))
+}
+
+/// The halt a failed batch means, when the log did not record one itself.
+fn halt_of(e: &StoreError) -> WriteHalt {
+    match e {
+        StoreError::Wal(w) => WriteHalt::from_wal(w),
+        StoreError::Failed(h) => (**h).clone(),
+        other => WriteHalt::from_wal(&crate::wal::WalError::Failed(other.to_string())),
+    }
 }

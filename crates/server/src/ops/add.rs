@@ -63,6 +63,7 @@ pub fn prepare_add(
     controls: &RequestControls<'_>,
 ) -> Result<PreparedAdd, OpError> {
     let dir = ctx.dir;
+    dir.check_writable()?;
     let schema = &*dir.schema;
     let dn = Dn::parse(req.entry)?;
     // A DN of known types that still cannot be normalized uses a type that cannot name an

@@ -56,6 +56,7 @@ pub fn prepare_delete(
     controls: &RequestControls<'_>,
 ) -> Result<PreparedDelete, OpError> {
     let dir = ctx.dir;
+    dir.check_writable()?;
     let (dn, norm) = NormDn::parse(req.dn, &*dir.schema)?;
     check_target(dir, &norm, &dn.to_string(), Target::Delete)?;
     ctx.check_early(|access, version| match version.find(&norm) {

@@ -2,8 +2,10 @@
 //! sections 4.6 to 4.10 define them, with OpenLDAP slapd's choices where the RFC is silent.
 //!
 //! Each update runs in two halves:
-//! 1. `prepare_*` runs on the connection: it parses the request (DNs, attribute
-//!    descriptions, the new RDN), applies every rule that needs no current data (the root
+//! 1. `prepare_*` runs on the connection: it first refuses every write with `unavailable`
+//!    (52) once the store has stopped accepting writes ([`Directory::check_writable`]: its
+//!    write-ahead log failed), then parses the request (DNs, attribute descriptions, the
+//!    new RDN), applies every rule that needs no current data (the root
 //!    DSE and the subschema subentry cannot be written, the DN must lie within a naming
 //!    context, NO-USER-MODIFICATION attributes are refused, an added entry passes the
 //!    schema check), compiles the Assertion control's filter and reads the pre-read and

@@ -58,6 +58,7 @@ pub fn prepare_modify(
     controls: &RequestControls<'_>,
 ) -> Result<PreparedModify, OpError> {
     let dir = ctx.dir;
+    dir.check_writable()?;
     let schema = &*dir.schema;
     let (dn, norm) = NormDn::parse(req.object, schema)?;
     let shown = dn.to_string();

@@ -79,6 +79,7 @@ pub fn prepare_modify_dn(
     controls: &RequestControls<'_>,
 ) -> Result<PreparedModifyDn, OpError> {
     let dir = ctx.dir;
+    dir.check_writable()?;
     let schema = &*dir.schema;
     let (dn, norm) = NormDn::parse(req.entry, schema).map_err(|e| invalid_dn("DN", req.entry, e))?;
     let rdn_dn = Dn::parse(req.new_rdn).map_err(|e| invalid_dn("new RDN", req.new_rdn, e))?;

@@ -115,6 +115,7 @@ pub fn prepare_password_modify(
     manage_dsa_it: bool,
 ) -> Result<PreparedPasswordModify, OpError> {
     let dir = ctx.dir;
+    dir.check_writable()?;
     if !ctx.identity.is_authenticated() {
         return Err(OpError::new(
             ResultCode::STRONGER_AUTH_REQUIRED,

@@ -1,6 +1,7 @@
 //! A filesystem whose appends go through a [`Gate`]: held (a stalled disk), failing while
-//! `full` is set or once after `fail_next` (a full disk), counted. For the tests of the
-//! logs' behaviour when their disk misbehaves.
+//! `full` is set or once after `fail_next` (a full disk), counted; fsyncs failing while
+//! `fail_syncs` is set (a disk that loses writes). For the tests of the logs' and the
+//! store's behaviour when their disk misbehaves.
 
 use std::io;
 use std::path::Path;
@@ -24,6 +25,10 @@ pub struct Gate {
     pub attempts: AtomicU64,
     /// Writes that passed it.
     pub writes: AtomicU64,
+    /// Every fsync fails (EIO) while set.
+    pub fail_syncs: AtomicBool,
+    /// Fsyncs asked for, failed ones included.
+    pub syncs: AtomicU64,
 }
 
 impl Gate {
@@ -69,6 +74,11 @@ impl AppendFile for GatedFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        self.1.syncs.fetch_add(1, Ordering::SeqCst);
+        if self.1.fail_syncs.load(Ordering::SeqCst) {
+            // EIO, as Linux reports a writeback error on fsync.
+            return Err(io::Error::from_raw_os_error(5));
+        }
         self.0.sync()
     }
 }

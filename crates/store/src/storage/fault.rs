@@ -8,6 +8,12 @@
 //! a seed-chosen prefix of what was written after that; handles opened before the crash
 //! fail from then on. A truncate that was not followed by a sync is not modelled: `truncate`
 //! is durable at once, as the trait says.
+//!
+//! A full disk: [`FaultStorage::set_capacity`] bounds the octets all named files may hold
+//! together. A write that does not fit is short (it takes what fits, as Linux does), and
+//! the next one fails with `StorageFull` ("No space left on device"); removing or
+//! truncating a file frees its octets, so a snapshot that fails for want of room and is
+//! removed gives the room back to the log, as on a real disk.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -49,6 +55,8 @@ struct State {
     durable_names: BTreeMap<PathBuf, u64>,
     dirs: BTreeSet<PathBuf>,
     fail_syncs: bool,
+    /// Octets all named files may hold together (`None`: unbounded).
+    capacity: Option<u64>,
     file_syncs: u64,
     dir_syncs: u64,
 }
@@ -68,6 +76,16 @@ impl State {
         let r = self.next_random();
         // `max + 1` cannot overflow for in-memory lengths; the modulo keeps it in range.
         (r % (max as u64).saturating_add(1)) as usize
+    }
+
+    /// Octets held by named files, and by `open` (a file written through a handle).
+    fn used(&self, open: u64) -> u64 {
+        let named: BTreeSet<u64> = self.names.values().copied().chain([open]).collect();
+        named
+            .iter()
+            .filter_map(|id| self.inodes.get(id))
+            .map(|i| i.data.len() as u64)
+            .sum()
     }
 
     fn crash(&mut self, keep: impl Fn(&mut State, usize) -> usize) {
@@ -164,6 +182,17 @@ impl FaultStorage {
         self.lock().fail_syncs = fail;
     }
 
+    /// Bounds the octets all files may hold together (`None`: no bound), a full disk when
+    /// the files already hold as much (see the module documentation).
+    pub fn set_capacity(&self, capacity: Option<u64>) {
+        self.lock().capacity = capacity;
+    }
+
+    /// Octets all named files hold now.
+    pub fn used_octets(&self) -> u64 {
+        self.lock().used(u64::MAX)
+    }
+
     /// File `sync` calls so far (failed ones included).
     pub fn file_sync_count(&self) -> u64 {
         self.lock().file_syncs
@@ -233,11 +262,22 @@ impl AppendFile for FaultFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let short = self.storage.config.short_writes;
         let mut s = self.state()?;
-        let n = if short && buf.len() > 1 {
+        let mut n = if short && buf.len() > 1 {
             1 + s.random_up_to(buf.len() - 1)
         } else {
             buf.len()
         };
+        if let Some(capacity) = s.capacity {
+            let room = capacity.saturating_sub(s.used(self.inode));
+            if room == 0 && n > 0 {
+                // The kind and the words of Linux's ENOSPC.
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "No space left on device",
+                ));
+            }
+            n = n.min(usize::try_from(room).unwrap_or(usize::MAX));
+        }
         let inode = s.inodes.entry(self.inode).or_default();
         inode.data.extend_from_slice(buf.get(..n).unwrap_or_default());
         Ok(n)

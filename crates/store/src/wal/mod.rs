@@ -49,7 +49,7 @@ pub use format::{
     SEGMENT_SIZE_LIMIT,
 };
 pub use recovery::{oldest_segment_lsn, recover, Record, RecoveryReport, TailCut, WalReader};
-pub use writer::{SyncPolicy, Wal, WalOptions};
+pub use writer::{FailureHook, SyncPolicy, Wal, WalOptions};
 
 /// A log sequence number: 1 for the first record, then consecutive.
 pub type Lsn = u64;

@@ -13,10 +13,20 @@
 //!    every record in it. Under `Batch` and `None` it acknowledges after the write and
 //!    fsyncs later (`Batch`: at most `window` after the first unsynced write; `None`: at a
 //!    segment roll, on [`Wal::sync`] and on close).
-//! 5. Any I/O error (a failed fsync included) stops the writer for good: the records not
-//!    yet acknowledged, and every later append, get [`WalError::Failed`]. Retrying an fsync
-//!    after a failure proves nothing on Linux, so the log must be reopened (recovery then
-//!    decides what survived).
+//! 5. Any I/O error (a failed write or fsync, a segment that cannot be created) stops the
+//!    writer for good: the records not yet acknowledged, and every later append, get
+//!    [`WalError::Failed`], and [`WalOptions::on_failure`] is told, once. An fsync is never
+//!    retried: after a failure Linux may have dropped the dirty pages and a second fsync
+//!    would report success for data that is gone, so the log must be reopened (recovery
+//!    then decides what survived).
+//! 6. Before it stops, the writer takes the failed batch out of the log again: the segment
+//!    the batch began in is truncated back to its length before the batch (durably), and a
+//!    segment the batch created is removed. A full disk usually accepts part of a write
+//!    before refusing the rest; without this, a restart would replay the batch's first
+//!    records, and a job that logged several (a subtree delete) would be half applied
+//!    although no client was told it was written. [`Wal::submit_batch`] queues a caller's
+//!    records at once, so one writer batch never holds part of them. If the undo fails
+//!    too, the error passed to `on_failure` says so.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -49,8 +59,11 @@ pub enum SyncPolicy {
     None,
 }
 
+/// Told of the error that stopped the writer (see the module documentation, step 5).
+pub type FailureHook = Arc<dyn Fn(&WalError, Option<&WalError>) + Send + Sync>;
+
 /// How to open a [`Wal`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WalOptions {
     /// When records are acknowledged.
     pub sync: SyncPolicy,
@@ -59,6 +72,20 @@ pub struct WalOptions {
     /// The LSN of the first record when the directory holds no segment (at least 1); for
     /// example one past the LSN of the snapshot the log continues.
     pub first_lsn: Lsn,
+    /// Called once, on the writer thread, with the error that stopped the writer and, if
+    /// the failed batch could not be taken out of the log again, the error of that undo.
+    pub on_failure: Option<FailureHook>,
+}
+
+impl std::fmt::Debug for WalOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalOptions")
+            .field("sync", &self.sync)
+            .field("segment_size_limit", &self.segment_size_limit)
+            .field("first_lsn", &self.first_lsn)
+            .field("on_failure", &self.on_failure.is_some())
+            .finish()
+    }
 }
 
 impl Default for WalOptions {
@@ -67,6 +94,7 @@ impl Default for WalOptions {
             sync: SyncPolicy::Always,
             segment_size_limit: SEGMENT_SIZE_LIMIT,
             first_lsn: 1,
+            on_failure: None,
         }
     }
 }
@@ -122,6 +150,8 @@ impl std::fmt::Debug for Wal {
 struct SegmentWriter {
     storage: Arc<dyn Storage>,
     dir: PathBuf,
+    /// The segment being written.
+    path: PathBuf,
     file: Box<dyn AppendFile>,
     size: u64,
     records_in_segment: u64,
@@ -131,6 +161,20 @@ struct SegmentWriter {
     framed_lsn: Lsn,
     written_lsn: Lsn,
     synced_lsn: Lsn,
+    /// Where the batch being written began (step 6).
+    mark: BatchMark,
+}
+
+/// The log as it was before the batch being written: the segment and its length, the LSNs
+/// written and synced, and the segments the batch created since.
+#[derive(Default)]
+struct BatchMark {
+    path: PathBuf,
+    size: u64,
+    records_in_segment: u64,
+    written_lsn: Lsn,
+    synced_lsn: Lsn,
+    created: Vec<PathBuf>,
 }
 
 fn create_segment(
@@ -159,7 +203,11 @@ impl SegmentWriter {
             // relies on it (damage in a non-last segment is never a torn write).
             self.flush()?;
             self.sync()?;
+            let path = self.dir.join(segment_name(lsn));
+            // Noted before it exists: a creation that fails halfway leaves a file to remove.
+            self.mark.created.push(path.clone());
             self.file = create_segment(&*self.storage, &self.dir, lsn)?;
+            self.path = path;
             self.size = SEGMENT_HEADER_LEN as u64;
             self.records_in_segment = 0;
         }
@@ -174,7 +222,7 @@ impl SegmentWriter {
         if !self.buf.is_empty() {
             self.file
                 .write_all(&self.buf)
-                .map_err(|e| WalError::io("write", &self.dir, e))?;
+                .map_err(|e| WalError::io("write", &self.path, e))?;
             self.buf.clear();
         }
         self.written_lsn = self.framed_lsn;
@@ -183,9 +231,53 @@ impl SegmentWriter {
 
     fn sync(&mut self) -> Result<(), WalError> {
         if self.synced_lsn < self.written_lsn {
-            self.file.sync().map_err(|e| WalError::io("sync", &self.dir, e))?;
+            self.file
+                .sync()
+                .map_err(|e| WalError::io("sync", &self.path, e))?;
             self.synced_lsn = self.written_lsn;
         }
+        Ok(())
+    }
+
+    /// Step 6, before a batch: remembers where it begins.
+    fn begin_batch(&mut self) {
+        self.mark = BatchMark {
+            path: self.path.clone(),
+            size: self.size,
+            records_in_segment: self.records_in_segment,
+            written_lsn: self.written_lsn,
+            synced_lsn: self.synced_lsn,
+            created: Vec::new(),
+        };
+    }
+
+    /// Step 6, after a batch failed: removes the segments it created and truncates the one
+    /// it began in to its length before it (durably). The writer stops afterwards; the
+    /// LSNs are set back so that what it reports matches the file.
+    fn undo_batch(&mut self) -> Result<(), WalError> {
+        self.buf.clear();
+        let mark = std::mem::take(&mut self.mark);
+        for path in &mark.created {
+            match self.storage.remove(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(WalError::io("remove", path, e)),
+            }
+        }
+        if !mark.created.is_empty() {
+            self.storage
+                .sync_dir(&self.dir)
+                .map_err(|e| WalError::io("sync", &self.dir, e))?;
+        }
+        self.storage
+            .truncate(&mark.path, mark.size)
+            .map_err(|e| WalError::io("truncate", &mark.path, e))?;
+        self.path = mark.path;
+        self.size = mark.size;
+        self.records_in_segment = mark.records_in_segment;
+        self.framed_lsn = mark.written_lsn;
+        self.written_lsn = mark.written_lsn;
+        self.synced_lsn = mark.synced_lsn.min(mark.written_lsn);
         Ok(())
     }
 }
@@ -206,17 +298,18 @@ impl Wal {
         // `last_segment_len` is 0 when there is no segment, or when recovery removed a last
         // segment whose header was torn: then a fresh segment is started.
         let last_segment = report.segments.last().filter(|_| report.last_segment_len > 0);
-        let (file, next_lsn, size) = match (report.next_lsn, last_segment) {
+        let (file, path, next_lsn, size) = match (report.next_lsn, last_segment) {
             (Some(next), Some(path)) => {
                 let file = storage
                     .open_append(path)
                     .map_err(|e| WalError::io("open", path, e))?;
-                (file, next, report.last_segment_len)
+                (file, path.clone(), next, report.last_segment_len)
             }
             (next, _) => {
                 let first = next.unwrap_or(options.first_lsn).max(1);
                 (
                     create_segment(&*storage, dir, first)?,
+                    dir.join(segment_name(first)),
                     first,
                     SEGMENT_HEADER_LEN as u64,
                 )
@@ -226,6 +319,7 @@ impl Wal {
         let writer = SegmentWriter {
             storage: Arc::clone(&storage),
             dir: dir.to_path_buf(),
+            path,
             file,
             size,
             records_in_segment: u64::from(size > SEGMENT_HEADER_LEN as u64),
@@ -234,6 +328,7 @@ impl Wal {
             framed_lsn: last,
             written_lsn: last,
             synced_lsn: last,
+            mark: BatchMark::default(),
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -247,9 +342,10 @@ impl Wal {
         });
         let thread_shared = Arc::clone(&shared);
         let policy = options.sync;
+        let on_failure = options.on_failure.clone();
         let thread = std::thread::Builder::new()
             .name("larch-wal".into())
-            .spawn(move || run_writer(&thread_shared, writer, policy))
+            .spawn(move || run_writer(&thread_shared, writer, policy, on_failure))
             .map_err(|e| WalError::io("spawn writer for", dir, e))?;
         let wal = Wal {
             storage,
@@ -287,6 +383,32 @@ impl Wal {
         s.queue.push((lsn, payload));
         self.shared.work.notify_one();
         Ok(lsn)
+    }
+
+    /// Queues `payloads` at once, without waiting, and returns the LSNs of the first and the
+    /// last; [`Wal::wait_for`] of the last then waits for all of them. The writer takes
+    /// them in one batch, so a failure takes all of them out of the log or none (see the
+    /// module documentation, step 6). `None` when `payloads` is empty.
+    pub fn submit_batch(&self, payloads: Vec<Vec<u8>>) -> Result<Option<(Lsn, Lsn)>, WalError> {
+        if let Some(p) = payloads.iter().find(|p| p.len() > MAX_RECORD_PAYLOAD) {
+            return Err(WalError::RecordTooLarge { len: p.len() });
+        }
+        let mut s = self.shared.lock();
+        if let Some(msg) = &s.failed {
+            return Err(WalError::Failed(msg.clone()));
+        }
+        if s.closing {
+            return Err(WalError::Closed);
+        }
+        let first = s.next_lsn;
+        let count = payloads.len() as u64;
+        if count == 0 {
+            return Ok(None);
+        }
+        s.next_lsn = first.checked_add(count).ok_or(WalError::LsnExhausted)?;
+        s.queue.extend((first..).zip(payloads));
+        self.shared.work.notify_one();
+        Ok(Some((first, first + count - 1)))
     }
 
     /// Waits until every record up to `lsn` is acknowledged per the [`SyncPolicy`], or the
@@ -391,7 +513,7 @@ impl Drop for Wal {
     }
 }
 
-fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy) {
+fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_failure: Option<FailureHook>) {
     // When the oldest acknowledged-but-unsynced write happened (Batch policy).
     let mut unsynced_since: Option<Instant> = None;
     loop {
@@ -424,6 +546,7 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy) {
             let sync_requested = std::mem::take(&mut s.sync_requested);
             (std::mem::take(&mut s.queue), s.closing, sync_requested)
         };
+        w.begin_batch();
         let result = (|| {
             for (lsn, payload) in &batch {
                 w.push(*lsn, payload)?;
@@ -438,6 +561,14 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy) {
             }
             Ok::<(), WalError>(())
         })();
+        // Step 6: the failed batch out of the log, then `on_failure`, before any waiter can
+        // see the failure.
+        if let Err(e) = &result {
+            let undo = w.undo_batch();
+            if let Some(hook) = &on_failure {
+                hook(e, undo.as_ref().err());
+            }
+        }
         let mut s = shared.lock();
         s.durable_lsn = w.synced_lsn;
         s.acked_lsn = match policy {
@@ -449,15 +580,16 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy) {
         } else {
             None
         };
-        let stop = match result {
-            Ok(()) => closing,
+        let failed = match result {
+            Ok(()) => false,
             Err(e) => {
                 s.failed = Some(e.to_string());
                 true
             }
         };
+        drop(s);
         shared.done.notify_all();
-        if stop {
+        if closing || failed {
             return;
         }
     }
