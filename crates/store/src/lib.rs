@@ -44,6 +44,8 @@ pub mod pmap;
 #[cfg(not(loom))]
 pub mod record;
 #[cfg(not(loom))]
+pub mod schedule;
+#[cfg(not(loom))]
 pub mod snapshot;
 #[cfg(not(loom))]
 pub mod storage;
@@ -68,7 +70,7 @@ pub use feed::{CommittedBatch, CommittedChange, FeedError, FeedStart, FeedSubscr
 pub use record::{EntryId, EntryRecord};
 #[cfg(not(loom))]
 pub use store::{
-    OpenReport, Store, StoreOptions, StoreReader, DEFAULT_SNAPSHOT_AFTER_RECORDS,
+    OpenReport, StartupSnapshot, Store, StoreOptions, StoreReader, DEFAULT_SNAPSHOT_AFTER_RECORDS,
     DEFAULT_SNAPSHOT_DUTY_CYCLE, KEEP_SNAPSHOTS,
 };
 #[cfg(not(loom))]
