@@ -34,7 +34,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import tempfile
 import threading
 import time
@@ -71,8 +70,8 @@ PUMP_WINDOW = 200
 # The store settings: a snapshot every SNAPSHOT_TRIGGER log records or SNAPSHOT_INTERVAL.
 SNAPSHOT_TRIGGER = 500
 SNAPSHOT_INTERVAL = "2s"
-# What a `replay` cycle's run writes with the triggers off before its kill: at about 75 us
-# a record (docs/reliability.md) a replay of roughly half a second.
+# What a `replay` cycle's run pumps with the triggers off before its kill: a replay of a
+# few tenths of a second on the 2-core machine (docs/reliability.md).
 REPLAY_LOG_RECORDS = 8000
 # A `random` kill comes this long after the writes start (seconds, uniform).
 RANDOM_KILL_S = (0.05, 1.0)
@@ -348,20 +347,24 @@ class Tally:
         self.max_replayed = 0
         self.max_replay_bound = 0
         self.clean_start_s = []
+        # The slowest restart's records replayed and snapshot before serving (seconds).
+        self.slowest = (0, 0.0)
 
     def line(self):
         worst = max(self.restart_s) if self.restart_s else 0.0
+        median = sorted(self.restart_s)[len(self.restart_s) // 2] if self.restart_s else 0.0
         clean = max(self.clean_start_s) if self.clean_start_s else 0.0
         return (f"crash cycles: {self.cycles} cycles, {self.acked_checked} acknowledged writes checked (0 lost), "
                 f"unacknowledged: {self.unacked_applied} found applied, {self.unacked_absent} found absent "
                 f"(0 half-applied); kills: {self.kills['random']} random, {self.kills['snapshot']} during a "
-                f"snapshot, {self.kills['replay']} during startup replay ({self.snapshot_misses} snapshot and "
-                f"{self.replay_misses} replay kills missed their moment and count as random); "
+                f"snapshot, {self.kills['replay']} during startup replay (missed: {self.snapshot_misses} "
+                f"snapshot kills found no snapshot, {self.replay_misses} replay kills came after the replay); "
                 f"{self.temp_files_removed} leftover temporary snapshot files removed at startup, "
                 f"{self.snapshots_before_serving} snapshots written before serving; restart after a crash: "
-                f"max {worst:.3f} s, median {sorted(self.restart_s)[len(self.restart_s) // 2]:.3f} s, "
-                f"clean start {clean:.3f} s; most records replayed after a run with the snapshot triggers on: "
-                f"{self.max_replayed} (bound at that start {self.max_replay_bound})")
+                f"max {worst:.3f} s ({self.slowest[0]} records replayed, {self.slowest[1]:.3f} s of snapshot before "
+                f"serving), median {median:.3f} s, clean start {clean:.3f} s; most records replayed "
+                f"after a run with the snapshot triggers on: {self.max_replayed} (bound at that start "
+                f"{self.max_replay_bound})")
 
 
 def search_all(c, base, attrs):
@@ -516,13 +519,18 @@ def kill_during_snapshot(crash, rng, tally):
 
 def kill_during_replay(crash, rng, per_record_s, clean_open_s, records):
     """Spawns the server and kills it at a random point of its replay of `records` log
-    records, estimated from earlier starts; true when it had not loaded the directory yet."""
+    records, estimated from earlier starts. Returns the kind of kill made: `replay` when
+    the start had not loaded the directory and left no temporary snapshot file (the
+    snapshot written before serving comes after the replay, still before that log line),
+    `snapshot` when it left one, `random` when it had loaded the directory already."""
     started = crash.spawn()
     delay = clean_open_s + rng.uniform(0.1, 0.9) * records * per_record_s
     while time.monotonic() < started + delay and crash.loaded() is None:
         time.sleep(0.001)
     crash.srv.kill9()
-    return crash.loaded() is None
+    if crash.loaded() is not None:
+        return "random"
+    return "snapshot" if crash.temp_files() else "replay"
 
 
 def run_writes(crash, writers, pumps, kind, rng, tally):
@@ -612,15 +620,18 @@ def test_crash_cycles(crash_server, capsys):
         if not triggers_on:
             crash.configure(triggers_on=True)
         if kind == "replay":
-            replayed_kill = kill_during_replay(crash, rng, per_record_s * replay_scale, clean_open_s, sent)
-            tally.kills["replay" if replayed_kill else "random"] += 1
-            tally.replay_misses += not replayed_kill
-            # A kill that came after the load aims earlier next time.
-            replay_scale = min(1.0, replay_scale * 1.1) if replayed_kill else replay_scale * 0.6
+            made = kill_during_replay(crash, rng, per_record_s * replay_scale, clean_open_s, sent)
+            tally.kills[made] += 1
+            tally.replay_misses += made != "replay"
+            # A kill that came after the replay aims earlier next time.
+            replay_scale = min(1.0, replay_scale * 1.1) if made == "replay" else replay_scale * 0.6
         left_temp = bool(crash.temp_files())
-        tally.restart_s.append(crash.start())
+        restart_s = crash.start()
         triggers_on = True
         replayed, seconds = crash.loaded()
+        tally.restart_s.append(restart_s)
+        if restart_s >= max(tally.restart_s):
+            tally.slowest = (replayed, snapshot_seconds(crash.start_log()))
         log = crash.start_log()
         check_start_log(cycle, log, replayed, bound, left_temp, tally)
         if replayed > 1000:

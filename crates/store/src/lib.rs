@@ -11,7 +11,8 @@
 //! - a change feed ([`feed`]): subscribers receive each published batch's changes with
 //!   their LSNs, and catch up from the log when they fall behind;
 //! - snapshots ([`snapshot`]) written from an old version while writes go on, loaded in
-//!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]);
+//!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]); written
+//!   on a schedule ([`schedule`]) that bounds the log any start replays, crashes included;
 //! - the [`storage`] trait beneath every file, so tests inject torn writes and crashes;
 //! - LDIF ([`ldif`]) reading and writing, offline import and export.
 //!
