@@ -70,8 +70,9 @@ PUMP_WINDOW = 200
 # The store settings: a snapshot every SNAPSHOT_TRIGGER log records or SNAPSHOT_INTERVAL.
 SNAPSHOT_TRIGGER = 500
 SNAPSHOT_INTERVAL = "2s"
-# What a `replay` cycle's run pumps with the triggers off before its kill: a replay of a
-# few tenths of a second on the 2-core machine (docs/reliability.md).
+# What a `replay` cycle's run pumps with the triggers off before its kill: a replay of 50 ms
+# (idle 2-core machine, about 6.5 us a record) to several tenths of a second (busy), long
+# enough to kill a start in the middle of it from Python.
 REPLAY_LOG_RECORDS = 8000
 # A `random` kill comes this long after the writes start (seconds, uniform).
 RANDOM_KILL_S = (0.05, 1.0)
