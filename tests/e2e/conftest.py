@@ -205,6 +205,11 @@ userPassword: {slapd_password_hash(ADMIN_PW)}
 
     def start(self):
         """Starts the server and waits until it answers an anonymous Bind."""
+        self.spawn()
+        self._wait_ready()
+
+    def spawn(self):
+        """Starts the server process without waiting for it to answer (`wait_ready` does)."""
         err = open(self.stderr_path, "ab")
         if self.kind == "larch":
             env = dict(os.environ)
@@ -218,6 +223,10 @@ userPassword: {slapd_password_hash(ADMIN_PW)}
         self.proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
         err.close()
         self.pid = self.proc.pid
+
+    def wait_ready(self):
+        """Waits until a spawned server answers an anonymous Bind (raises if it exits or
+        does not answer within START_DEADLINE_S)."""
         self._wait_ready()
 
     def stderr_tail(self):
@@ -272,10 +281,14 @@ userPassword: {slapd_password_hash(ADMIN_PW)}
 
     def kill9_and_restart(self):
         """SIGKILL by PID (no chance to flush anything) and a start on the same data."""
+        self.kill9()
+        self.start()
+
+    def kill9(self):
+        """SIGKILL by PID and wait for the process to be gone."""
         proc, self.proc = self.proc, None
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        self.start()
 
     def alive(self):
         """True while the process runs."""

@@ -30,6 +30,7 @@ use clap::Args;
 use larch_server::config::ServerConfig;
 use larch_server::directory::Directory;
 use larch_server::tls::demo::{self, DemoFiles};
+use larch_store::{OpenReport, StartupSnapshot};
 use tracing::{debug, error, info, warn};
 
 use crate::error_log::ErrorLog;
@@ -126,6 +127,40 @@ fn raise_open_files_limit() {
     }
 }
 
+/// What opening did after a crash beyond replaying the log: leftover temporary snapshot
+/// files removed, a snapshot due at once because the replayed log was long
+/// ([`larch_store::schedule`]).
+fn log_recovery(r: &OpenReport) {
+    for path in &r.removed_temp_files {
+        warn!(
+            file = %path.display(),
+            "removed a leftover temporary snapshot file (a snapshot write was interrupted by a crash or an error)"
+        );
+    }
+    match &r.startup_snapshot {
+        StartupSnapshot::NotDue => {}
+        StartupSnapshot::Background => info!(
+            replayed = r.replayed,
+            "the log replayed at startup reached store.snapshot_after_records: writing a snapshot now, in the \
+             background"
+        ),
+        StartupSnapshot::Written { info, time } => info!(
+            replayed = r.replayed,
+            snapshot = %info.path.display(),
+            lsn = info.lsn,
+            seconds = (time.as_secs_f64() * 1000.0).round() / 1000.0,
+            "the log replayed at startup was over twice store.snapshot_after_records (an earlier snapshot did \
+             not complete): wrote a snapshot before serving"
+        ),
+        StartupSnapshot::Failed { problem } => warn!(
+            replayed = r.replayed,
+            problem = %problem,
+            "the snapshot due after the long replayed log failed; serving anyway (the log holds every change), \
+             retrying in the background"
+        ),
+    }
+}
+
 /// Steps 3 to 5.
 fn run(
     a: &ServeArgs,
@@ -173,6 +208,7 @@ fn run(
         seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         "loaded the directory"
     );
+    log_recovery(r);
     for dn in &startup.created {
         info!(dn = %dn, "created the entry");
     }

@@ -7,14 +7,14 @@
 //!   structuralObjectClass) unless `--no-operational`;
 //! - `export` opens a data directory and writes its entries as LDIF, parents first;
 //! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
-//!   torn log tail cut), the time and memory it took, and checks every invariant of the
+//!   torn log tail cut, leftover temporary snapshot files removed), the time and memory it took, and checks every invariant of the
 //!   loaded version;
 //! - `snapshot` opens a data directory and writes a snapshot of it (compacting the log).
 //!
 //! None of them runs while a server has the directory open: they open it themselves.
 //! Every command that opens a store closes it without writing a snapshot, so `export` and
-//! `verify` leave the snapshots as they found them (opening may still cut a torn log tail,
-//! which `verify` reports).
+//! `verify` leave the snapshots as they found them (opening may still cut a torn log tail
+//! and remove a leftover temporary snapshot file, which `verify` reports).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
@@ -372,6 +372,7 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
                     "snapshot": report.snapshot.as_ref().map(|(p, lsn)| json!({"path": p, "lsn": lsn})),
                     "replayed": report.replayed,
                     "wal_cut": cut,
+                    "removed_temp_files": report.removed_temp_files,
                     "load_seconds": report.load_time.as_secs_f64(),
                     "replay_seconds": report.replay_time.as_secs_f64(),
                     "rss_bytes": rss,
@@ -407,6 +408,9 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
                     c.reason
                 ),
                 None => println!("torn log tail    none"),
+            }
+            for p in &report.removed_temp_files {
+                println!("removed          {} (an interrupted snapshot write)", p.display());
             }
             println!("load time        {:.3} s", report.load_time.as_secs_f64());
             println!("replay time      {:.3} s", report.replay_time.as_secs_f64());

@@ -11,7 +11,8 @@
 //! - a change feed ([`feed`]): subscribers receive each published batch's changes with
 //!   their LSNs, and catch up from the log when they fall behind;
 //! - snapshots ([`snapshot`]) written from an old version while writes go on, loaded in
-//!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]);
+//!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]); written
+//!   on a schedule ([`schedule`]) that bounds the log any start replays, crashes included;
 //! - the [`storage`] trait beneath every file, so tests inject torn writes and crashes;
 //! - its [`health`]: whether it accepts writes (a failed log stops them for good until it is
 //!   reopened) and how snapshots fare, readable at any time and reported as events;
@@ -48,6 +49,8 @@ pub mod pmap;
 #[cfg(not(loom))]
 pub mod record;
 #[cfg(not(loom))]
+pub mod schedule;
+#[cfg(not(loom))]
 pub mod snapshot;
 #[cfg(not(loom))]
 pub mod storage;
@@ -74,7 +77,7 @@ pub use health::{StoreEvent, StoreHealth, WriteHalt};
 pub use record::{EntryId, EntryRecord};
 #[cfg(not(loom))]
 pub use store::{
-    OpenReport, Store, StoreOptions, StoreReader, DEFAULT_SNAPSHOT_AFTER_RECORDS,
+    OpenReport, StartupSnapshot, Store, StoreOptions, StoreReader, DEFAULT_SNAPSHOT_AFTER_RECORDS,
     DEFAULT_SNAPSHOT_DUTY_CYCLE, KEEP_SNAPSHOTS,
 };
 #[cfg(not(loom))]

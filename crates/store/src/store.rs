@@ -2,6 +2,7 @@
 //!
 //! A data directory holds `snapshots/` (see [`crate::snapshot`]) and `wal/` (see
 //! [`crate::wal`]). Opening, in steps:
+//! 0. leftover temporary snapshot files are removed ([`OpenReport::removed_temp_files`]);
 //! 1. the newest snapshot is loaded on one thread per core ([`crate::load`]); if it is
 //!    damaged, opening stops with [`StoreError::CorruptSnapshot`], whose message names the
 //!    file and says whether an older snapshot can take its place: never an empty or
@@ -9,7 +10,10 @@
 //! 2. the log is opened; recovery cuts a torn tail and reports it ([`OpenReport::wal_cut`]);
 //!    a log that starts after the snapshot's LSN + 1 is missing records and stops opening;
 //! 3. the records after the snapshot's LSN are replayed;
-//! 4. the version is published and the writer thread starts.
+//! 4. the version is published and the writer thread starts;
+//! 5. a snapshot is written at once when the replayed log was long: before returning when
+//!    it was very long, else in the background ([`crate::schedule`], which also says how
+//!    this bounds the log any start replays); the snapshot schedule starts.
 //!
 //! Log segments are removed only when every retained snapshot covers them
 //! ([`KEEP_SNAPSHOTS`] are kept), so falling back to the previous snapshot loses nothing.
@@ -32,6 +36,7 @@ use crate::health::{EventSink, Health, StoreHealth, WriteHalt};
 use crate::index::{IndexConfig, Keyer, ResolvedIndexes};
 use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_record, TypeMap};
 use crate::record::{EntryId, EntryRecord};
+use crate::schedule::{due_at_open, AtOpen, Pace, Schedule};
 use crate::snapshot::{self, SnapshotInfo, SnapshotMeta, WriteOptions};
 use crate::storage::{FsStorage, Storage};
 use crate::txn::{apply_change, WriteTxn};
@@ -55,9 +60,6 @@ pub const DEFAULT_SNAPSHOT_AFTER_RECORDS: u64 = 1_000_000;
 /// their rate (the machine's noise is larger than the differences; `docs/benchmarks.md`);
 /// 0.5 keeps a 1M-entry snapshot to about 2 s.
 pub const DEFAULT_SNAPSHOT_DUTY_CYCLE: f64 = 0.5;
-
-/// How often the background thread checks whether a snapshot is due.
-const SNAPSHOT_CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// How to open a store.
 #[derive(Clone)]
@@ -144,6 +146,36 @@ pub struct OpenReport {
     pub load_time: Duration,
     /// Time to replay the log.
     pub replay_time: Duration,
+    /// Temporary snapshot files removed before loading: each a snapshot write that a crash
+    /// (or an error) interrupted before its rename.
+    pub removed_temp_files: Vec<PathBuf>,
+    /// What opening did about a long replayed log ([`crate::schedule`], step 2).
+    pub startup_snapshot: StartupSnapshot,
+}
+
+/// What opening did about the log it replayed ([`crate::schedule`], step 2).
+#[derive(Debug, Clone, Default)]
+pub enum StartupSnapshot {
+    /// Nothing: the log was shorter than `snapshot_after_records`, or that trigger is off.
+    #[default]
+    NotDue,
+    /// The log held at least `snapshot_after_records` records: a snapshot is being written
+    /// in the background, started at once.
+    Background,
+    /// The log held at least [`crate::schedule::BLOCKING_SNAPSHOT_TRIGGERS`] times that:
+    /// this snapshot was written before the store opened, in `time`.
+    Written {
+        /// The snapshot.
+        info: SnapshotInfo,
+        /// How long writing it took.
+        time: Duration,
+    },
+    /// The snapshot due before opening could not be written; the store opened anyway (the
+    /// log holds every change) and retries it in the background.
+    Failed {
+        /// Why.
+        problem: String,
+    },
 }
 
 struct Inner {
@@ -206,7 +238,10 @@ impl Store {
             indexes: ResolvedIndexes::resolve(&options.indexes, &options.schema)?,
             keyer: Keyer::new(),
         });
-        let mut report = OpenReport::default();
+        let mut report = OpenReport {
+            removed_temp_files: snapshot::remove_temp_files(&*storage, &snapshot_dir)?,
+            ..OpenReport::default()
+        };
         let started = Instant::now();
         let mut version = load_newest(
             &*storage,
@@ -300,49 +335,68 @@ impl Store {
                 health,
             }),
         };
-        if options.snapshot_interval.is_some() || options.snapshot_after_records.is_some() {
-            store.start_timer(
-                options.snapshot_interval,
-                options.snapshot_after_records,
-                snap_lsn,
-            );
+        let at_open = due_at_open(report.replayed, options.snapshot_after_records);
+        let newest = match at_open {
+            AtOpen::BeforeServing => store.snapshot_before_serving(&mut report),
+            AtOpen::Background => {
+                report.startup_snapshot = StartupSnapshot::Background;
+                None
+            }
+            AtOpen::Nothing => None,
+        };
+        let schedule = Schedule::new(
+            options.snapshot_interval,
+            options.snapshot_after_records,
+            newest.unwrap_or(snap_lsn),
+            Instant::now(),
+            at_open != AtOpen::Nothing && newest.is_none(),
+        );
+        if !schedule.is_off() {
+            store.start_timer(schedule);
         }
         Ok((store, report))
     }
 
-    /// Starts the thread that writes a snapshot every `every`, or after `records` log
-    /// records, whichever comes first.
-    fn start_timer(&self, every: Option<Duration>, records: Option<u64>, snapshot_lsn: u64) {
+    /// Step 5 for a very long replayed log: the snapshot written on every core before
+    /// [`Store::open`] returns, so no write is accepted until the log is folded. Returns the
+    /// LSN it covers, `None` if it failed (reported; the schedule retries it).
+    fn snapshot_before_serving(&self, report: &mut OpenReport) -> Option<u64> {
+        let started = Instant::now();
+        match self.write_snapshot(Pace::AllCores) {
+            Ok(Some(info)) => {
+                let lsn = info.lsn;
+                report.startup_snapshot = StartupSnapshot::Written {
+                    info,
+                    time: started.elapsed(),
+                };
+                Some(lsn)
+            }
+            // The newest snapshot already covers the version: nothing was replayed after it.
+            Ok(None) => Some(self.current().lsn),
+            Err(e) => {
+                report.startup_snapshot = StartupSnapshot::Failed {
+                    problem: e.to_string(),
+                };
+                None
+            }
+        }
+    }
+
+    /// Starts the thread that writes the snapshots `schedule` makes due, checking at once
+    /// and then every [`Schedule::check_every`] until the store closes.
+    fn start_timer(&self, mut schedule: Schedule) {
         let weak = Arc::downgrade(&self.inner);
         let stop = Arc::clone(&self.inner.stop);
         let handle = std::thread::Builder::new()
             .name("larch-snapshot".into())
-            .spawn(move || {
-                let mut last_time = Instant::now();
-                let mut last_lsn = snapshot_lsn;
-                loop {
-                    let (lock, cv) = &*stop;
-                    let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-                    let wait = every.map_or(SNAPSHOT_CHECK_EVERY, |e| e.min(SNAPSHOT_CHECK_EVERY));
-                    let (guard, _) = cv
-                        .wait_timeout_while(guard, wait, |stopped| !*stopped)
-                        .unwrap_or_else(|e| e.into_inner());
-                    if *guard {
-                        return;
-                    }
-                    drop(guard);
-                    let Some(inner) = weak.upgrade() else { return };
-                    let store = Store { inner };
-                    let lsn = store.current().lsn;
-                    let by_time = every.is_some_and(|e| last_time.elapsed() >= e);
-                    let by_size = records.is_some_and(|r| lsn.saturating_sub(last_lsn) >= r);
-                    // A failed snapshot is retried after a back-off (`crate::health`); the
-                    // log still holds every change, so nothing is lost meanwhile.
-                    let due = (by_time || by_size) && store.inner.health.snapshot_due(Instant::now());
-                    if due && store.snapshot().is_ok() {
-                        last_time = Instant::now();
-                        last_lsn = lsn;
-                    }
+            .spawn(move || loop {
+                if stopped_within(&stop, Duration::ZERO) {
+                    return;
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                Store { inner }.snapshot_if_due(&mut schedule);
+                if stopped_within(&stop, schedule.check_every()) {
+                    return;
                 }
             })
             .ok();
@@ -360,6 +414,20 @@ impl Store {
     /// reopened. Lock-free.
     pub fn write_halt(&self) -> Option<Arc<WriteHalt>> {
         self.inner.health.write_halt()
+    }
+
+    /// One check of the schedule: a snapshot if one is due. A failed one is retried at the
+    /// next check; the log still holds every change, so nothing is lost meanwhile.
+    fn snapshot_if_due(&self, schedule: &mut Schedule) {
+        let lsn = self.current().lsn;
+        // A failed snapshot is retried after a back-off (`crate::health`).
+        if !schedule.due(lsn, Instant::now()) || !self.inner.health.snapshot_due(Instant::now()) {
+            return;
+        }
+        if let Ok(written) = self.write_snapshot(schedule.pace()) {
+            let covered = written.map_or(lsn, |info| info.lsn);
+            schedule.written(covered, Instant::now());
+        }
     }
 
     /// A reader's handle on the current version (one per worker thread or connection).
@@ -449,17 +517,17 @@ impl Store {
     /// [`KEEP_SNAPSHOTS`] and the log segments every kept snapshot covers. `None` when the
     /// newest snapshot already covers the current version.
     pub fn snapshot(&self) -> Result<Option<SnapshotInfo>, StoreError> {
-        self.write_snapshot(false)
+        self.write_snapshot(Pace::Paced)
     }
 
     /// [`Store::snapshot`] at full speed on every core (at shutdown, or offline).
     pub fn snapshot_now(&self) -> Result<Option<SnapshotInfo>, StoreError> {
-        self.write_snapshot(true)
+        self.write_snapshot(Pace::AllCores)
     }
 
     /// Writes a snapshot and records how it went in the store's health.
-    fn write_snapshot(&self, full_speed: bool) -> Result<Option<SnapshotInfo>, StoreError> {
-        let result = self.write_snapshot_file(full_speed);
+    fn write_snapshot(&self, pace: Pace) -> Result<Option<SnapshotInfo>, StoreError> {
+        let result = self.write_snapshot_file(pace);
         match &result {
             Ok(_) => self.inner.health.snapshot_written(),
             Err(e) => self.inner.health.snapshot_failed(e.to_string(), Instant::now()),
@@ -467,7 +535,7 @@ impl Store {
         result
     }
 
-    fn write_snapshot_file(&self, full_speed: bool) -> Result<Option<SnapshotInfo>, StoreError> {
+    fn write_snapshot_file(&self, pace: Pace) -> Result<Option<SnapshotInfo>, StoreError> {
         let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         let storage = &*self.inner.storage;
         let dir = &self.inner.snapshot_dir;
@@ -485,9 +553,14 @@ impl Store {
                 .map_or(0, |d| d.as_secs()),
             extra: encode_dictionary(version.schema()),
         };
+        let (threads, duty_cycle) = match pace {
+            Pace::Paced => (1, self.inner.duty_cycle),
+            Pace::OneCore => (1, 1.0),
+            Pace::AllCores => (self.inner.threads, 1.0),
+        };
         let write = WriteOptions {
-            threads: if full_speed { self.inner.threads } else { 1 },
-            duty_cycle: if full_speed { 1.0 } else { self.inner.duty_cycle },
+            threads,
+            duty_cycle,
             ..WriteOptions::default()
         };
         let info = snapshot::write_snapshot_with(
@@ -540,6 +613,16 @@ fn halt_on_failure(health: &Arc<Health>) -> crate::wal::FailureHook {
         halt.undo_failed = undo.map(ToString::to_string);
         health.halt(halt);
     })
+}
+
+/// Waits up to `wait` for [`Store::close`] to set the stop flag; true once it is set.
+fn stopped_within(stop: &(Mutex<bool>, Condvar), wait: Duration) -> bool {
+    let (lock, cv) = stop;
+    let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let (guard, _) = cv
+        .wait_timeout_while(guard, wait, |stopped| !*stopped)
+        .unwrap_or_else(|e| e.into_inner());
+    *guard
 }
 
 /// Loads the newest snapshot, or starts empty when there is none.

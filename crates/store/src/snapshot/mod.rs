@@ -245,34 +245,57 @@ pub fn list_snapshots(storage: &dyn Storage, dir: &Path) -> Result<Vec<(Lsn, Pat
     Ok(snaps)
 }
 
-/// Removes leftover temporary files (`snapshot-<LSN>.tmp`) and every snapshot but the
+/// Removes leftover temporary files (`snapshot-<LSN>.tmp`: a snapshot write that a crash
+/// or an error interrupted before its rename) and fsyncs the directory if anything was
+/// removed; returns the removed paths. A temporary file is never loaded (only `.snap` names
+/// are), so removing it loses nothing; left alone it would hold its disk space until the
+/// next completed snapshot. Call it only when no snapshot is being written into `dir` (the
+/// store does at open, before anything can write one).
+pub fn remove_temp_files(storage: &dyn Storage, dir: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
+    let doomed = temp_files(storage, dir)?;
+    remove_and_sync(storage, dir, &doomed)?;
+    Ok(doomed)
+}
+
+/// Removes leftover temporary files (as [`remove_temp_files`]) and every snapshot but the
 /// newest `keep`, then fsyncs the directory if anything was removed; returns the removed
 /// paths. The store keeps 2, so a corrupt newest file has a fallback. Call it only when no
 /// snapshot is being written into `dir` (it would remove that write's temporary file).
 pub fn remove_stale(storage: &dyn Storage, dir: &Path, keep: usize) -> Result<Vec<PathBuf>, SnapshotError> {
-    let names = storage.list(dir).map_err(|e| SnapshotError::io("list", dir, e))?;
-    let mut doomed: Vec<PathBuf> = names
-        .iter()
-        .filter(|n| parse_temp_name(n).is_some())
-        .map(|n| dir.join(n))
-        .collect();
+    let mut doomed = temp_files(storage, dir)?;
     doomed.extend(
         list_snapshots(storage, dir)?
             .into_iter()
             .skip(keep)
             .map(|(_, p)| p),
     );
-    for path in &doomed {
+    remove_and_sync(storage, dir, &doomed)?;
+    Ok(doomed)
+}
+
+/// The temporary files (`snapshot-<LSN>.tmp`) in `dir`.
+fn temp_files(storage: &dyn Storage, dir: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
+    let names = storage.list(dir).map_err(|e| SnapshotError::io("list", dir, e))?;
+    Ok(names
+        .iter()
+        .filter(|n| parse_temp_name(n).is_some())
+        .map(|n| dir.join(n))
+        .collect())
+}
+
+/// Removes `paths` (one already gone is no error), then fsyncs `dir` if there were any.
+fn remove_and_sync(storage: &dyn Storage, dir: &Path, paths: &[PathBuf]) -> Result<(), SnapshotError> {
+    for path in paths {
         match storage.remove(path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(SnapshotError::io("remove", path, e)),
         }
     }
-    if !doomed.is_empty() {
+    if !paths.is_empty() {
         storage
             .sync_dir(dir)
             .map_err(|e| SnapshotError::io("sync", dir, e))?;
     }
-    Ok(doomed)
+    Ok(())
 }
