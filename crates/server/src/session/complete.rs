@@ -19,6 +19,7 @@ use super::Session;
 use crate::directory::Directory;
 use crate::identity::Identity;
 use crate::outcome::{respond, Outcome, Reply, SearchNotes, Sent, Times};
+use crate::search::run::SearchEnd;
 
 /// An operation between its request and its end.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +56,26 @@ impl<'a> Ending<'a> {
             notes: SearchNotes::default(),
             target_op: -1,
             undecodable: false,
+        }
+    }
+
+    /// The end of a search, with what it wrote (`bytes` octets before its final
+    /// response); no response when it stopped without one.
+    pub fn search(end: &'a SearchEnd, bytes: u64) -> Ending<'a> {
+        Ending {
+            response_tag: if end.reply.is_some() {
+                larch_proto::op_tag::SEARCH_RESULT_DONE
+            } else {
+                0
+            },
+            reply: end.reply.as_ref(),
+            sent: Sent {
+                entries: end.entries,
+                references: end.references,
+                bytes,
+            },
+            notes: end.notes,
+            ..Ending::silent()
         }
     }
 

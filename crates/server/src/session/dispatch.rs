@@ -26,9 +26,8 @@ use crate::error::OpError;
 use crate::identity::Identity;
 use crate::lookup::referral_above_text;
 use crate::ops::{self, WriteContext};
-use crate::outcome::{respond, CloseReason, Reply, Sent};
+use crate::outcome::{respond, CloseReason, Reply};
 use crate::response::ResponseSink;
-use crate::search::run::SearchEnd;
 use crate::search::{self, SearchContext};
 
 /// The controls of a request, as decoded.
@@ -73,25 +72,6 @@ impl ResponseSink for InlineSink<'_> {
     }
     fn stopped(&self) -> bool {
         false
-    }
-}
-
-/// The end of a search, with what it wrote (`bytes` octets before its final response).
-fn search_ending(end: &SearchEnd, bytes: u64) -> Ending<'_> {
-    Ending {
-        response_tag: if end.reply.is_some() {
-            op_tag::SEARCH_RESULT_DONE
-        } else {
-            0
-        },
-        reply: end.reply.as_ref(),
-        sent: Sent {
-            entries: end.entries,
-            references: end.references,
-            bytes,
-        },
-        notes: end.notes,
-        ..Ending::silent()
     }
 }
 
@@ -318,7 +298,7 @@ impl Session {
         if prepared.is_small() {
             let before = out.len();
             let end = prepared.run(&self.dir, trace.msgid, &mut InlineSink { out }, &self.paged);
-            let ending = search_ending(&end, (out.len() - before) as u64);
+            let ending = Ending::search(&end, (out.len() - before) as u64);
             return self.complete(&trace, pdu, Some(&identity), out, ending);
         }
         let waiting = self.dir.search_workers.queued();

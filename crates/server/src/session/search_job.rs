@@ -39,7 +39,7 @@ use super::inflight::{OpGuard, StopRequest};
 use super::writer::{NotSent, OutSender};
 use crate::directory::Directory;
 use crate::error::OpError;
-use crate::outcome::{Reply, Sent};
+use crate::outcome::Reply;
 use crate::response::ResponseSink;
 use crate::search::run::SearchEnd;
 use crate::search::{PagedSearches, PreparedSearch, Step};
@@ -241,21 +241,7 @@ impl SearchJob {
             self.sink.buf.clear();
         }
         let bytes = self.sink.sent + self.sink.buf.len() as u64;
-        let ending = Ending {
-            response_tag: if end.reply.is_some() {
-                larch_proto::op_tag::SEARCH_RESULT_DONE
-            } else {
-                0
-            },
-            reply: end.reply.as_ref(),
-            sent: Sent {
-                entries: end.entries,
-                references: end.references,
-                bytes,
-            },
-            notes: end.notes,
-            ..Ending::silent()
-        };
+        let ending = Ending::search(&end, bytes);
         self.completion.complete(&mut self.sink.buf, ending);
     }
 
