@@ -183,10 +183,7 @@ fn run(
         );
     }
     raise_open_files_limit();
-    let threads = match config.server.worker_threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
+    let threads = larch_server::workers::threads_for(config.server.worker_threads);
     let started = Instant::now();
     let data_dir = config.server.data_dir.clone();
     let (dir, startup) = Directory::open(config).map_err(|e| format!("{}: {e}", data_dir.display()))?;

@@ -50,7 +50,7 @@ use crate::output_budget::OutputBudget;
 use crate::password;
 use crate::store_health;
 use crate::tls::{TlsError, TlsState};
-use crate::workers::{worker_count, Workers};
+use crate::workers::{threads_for, Workers};
 
 /// The server ID in CSNs (`sid`); 0 until replication gives servers their own.
 pub const SERVER_ID: u32 = 0;
@@ -194,11 +194,7 @@ impl Directory {
         let referral_class = IndexedClass::named(&current, REFERRAL_CLASS);
         let alias_class = IndexedClass::named(&current, ALIAS_CLASS);
         drop(current);
-        let threads = match config.server.worker_threads {
-            0 => worker_count(),
-            n => n,
-        };
-        let search_workers = match Workers::new("larch-search", threads) {
+        let search_workers = match Workers::new("larch-search", threads_for(config.server.worker_threads)) {
             Ok(w) => w,
             Err(e) => {
                 let _ = store.close(false);

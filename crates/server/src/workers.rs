@@ -42,6 +42,15 @@ pub fn worker_count() -> usize {
         .clamp(1, MAX_WORKERS)
 }
 
+/// The threads for a configured count (`server.worker_threads`): [`worker_count`] for 0,
+/// else the count. The tokio runtime and the search threads both take it.
+pub fn threads_for(configured: usize) -> usize {
+    match configured {
+        0 => worker_count(),
+        n => n,
+    }
+}
+
 /// A fixed pool of threads (see the module documentation).
 #[derive(Debug)]
 pub struct Workers {

@@ -209,11 +209,17 @@ impl Outbox {
         Some(Vec::new())
     }
 
-    /// Counts a chunk of `n` octets as queued.
+    /// Counts a chunk of `n` octets as queued (the server's budget included).
     fn count(&self, n: usize) {
+        self.budget.take(n);
+        self.count_here(n);
+    }
+
+    /// Counts a chunk of `n` octets in this connection's queue only (the caller took the
+    /// budget's octets itself).
+    fn count_here(&self, n: usize) {
         self.queued.fetch_add(1, Ordering::AcqRel);
         self.queued_bytes.fetch_add(n, Ordering::SeqCst);
-        self.budget.take(n);
     }
 
     /// Uncounts a chunk of `n` octets: the writer took it, or its queue turned out to be
@@ -277,8 +283,7 @@ impl OutSender {
         if !self.outbox.budget.try_take(n) {
             return Err(NotSent::ServerFull(chunk));
         }
-        self.outbox.queued.fetch_add(1, Ordering::AcqRel);
-        self.outbox.queued_bytes.fetch_add(n, Ordering::SeqCst);
+        self.outbox.count_here(n);
         match self.tx.try_send(chunk) {
             Ok(()) => Ok(()),
             Err(mpsc::error::TrySendError::Full(chunk)) => {
