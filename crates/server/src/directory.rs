@@ -43,6 +43,7 @@ use crate::config::{ConfigError, ServerConfig};
 use crate::error::OpError;
 use crate::hooks::WriteHooks;
 use crate::lookup::{IndexedClass, ALIAS_CLASS, REFERRAL_CLASS};
+use crate::monitor::Monitor;
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes};
 use crate::outcome::Observers;
@@ -144,6 +145,9 @@ pub struct Directory {
     pub observers: Observers,
     /// The access log, when `[access_log]` is enabled (also among the observers).
     pub access_log: Option<Arc<AccessLog>>,
+    /// The counters and open connections behind `cn=Monitor` and `/metrics`, when
+    /// `monitor.enabled` (also among the observers).
+    pub monitor: Option<Arc<Monitor>>,
     /// The write hooks, in order (see [`crate::hooks`]).
     pub hooks: WriteHooks,
     /// The audit log, when `[audit_log]` is enabled.
@@ -184,6 +188,10 @@ impl Directory {
         if let Some(log) = &access_log {
             observers.add(log.clone());
         }
+        let monitor = config.monitor.enabled.then(|| Arc::new(Monitor::new()));
+        if let Some(m) = &monitor {
+            observers.add(m.clone());
+        }
         let mut store_options = config.to_store_options(schema.clone());
         store_options.storage = storage;
         store_options.events = Some(store_health::error_log_sink());
@@ -217,6 +225,7 @@ impl Directory {
             alias_class,
             observers,
             access_log,
+            monitor,
             hooks: WriteHooks::standard(),
             audit_log: None,
             search_workers,

@@ -31,10 +31,11 @@
 //!    operation is answered and ends;
 //! 4. `select`, `lookup`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 6. `accesslog`, `auditlog`, `tls`, `password`, `bind_throttle`, `hooks`, `store_health`:
+//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `hooks`, `store_health`:
 //!    what the directory holds;
 //! 7. `directory`: the shared state;
-//! 8. `auth`, `dse`, `search`, `ops`: the operations;
+//! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
+//!    operations;
 //! 9. `session`, `net`: connections.
 //!
 //! Every operation ends in one place ([`outcome`]: one encoder for the responses, observers
@@ -44,7 +45,8 @@
 //! The error log is the `larch` binary's (a `tracing` subscriber); this crate's messages are
 //! `tracing` events.
 //!
-//! Not built yet: `cn=monitor`.
+//! [`monitor`] counts operations, connections and binds for `cn=Monitor` and `/metrics`;
+//! [`report`] gathers what both show.
 
 #![forbid(unsafe_code)]
 
@@ -64,12 +66,14 @@ pub mod error;
 pub mod hooks;
 pub mod identity;
 pub mod lookup;
+pub mod monitor;
 pub mod net;
 pub mod opattrs;
 pub mod ops;
 pub mod outcome;
 pub mod output_budget;
 pub mod password;
+pub mod report;
 pub mod response;
 pub mod search;
 pub mod select;

@@ -14,6 +14,7 @@
 //!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]); written
 //!   on a schedule ([`schedule`]) that bounds the log any start replays, crashes included;
 //! - the [`storage`] trait beneath every file, so tests inject torn writes and crashes;
+//! - [`stats`]: commits and snapshots counted for monitoring;
 //! - its [`health`]: whether it accepts writes (a failed log stops them for good until it is
 //!   reopened) and how snapshots fare, readable at any time and reported as events;
 //! - LDIF ([`ldif`]) reading and writing, offline import and export.
@@ -53,6 +54,8 @@ pub mod schedule;
 #[cfg(not(loom))]
 pub mod snapshot;
 #[cfg(not(loom))]
+pub mod stats;
+#[cfg(not(loom))]
 pub mod storage;
 #[cfg(not(loom))]
 mod store;
@@ -75,6 +78,8 @@ pub use feed::{CommittedBatch, CommittedChange, FeedError, FeedStart, FeedSubscr
 pub use health::{StoreEvent, StoreHealth, WriteHalt};
 #[cfg(not(loom))]
 pub use record::{EntryId, EntryRecord};
+#[cfg(not(loom))]
+pub use stats::{SnapshotRecord, StoreStatsView};
 #[cfg(not(loom))]
 pub use store::{
     OpenReport, StartupSnapshot, Store, StoreOptions, StoreReader, DEFAULT_SNAPSHOT_AFTER_RECORDS,

@@ -38,6 +38,7 @@ use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_rec
 use crate::record::{EntryId, EntryRecord};
 use crate::schedule::{due_at_open, AtOpen, Pace, Schedule};
 use crate::snapshot::{self, SnapshotInfo, SnapshotMeta, WriteOptions};
+use crate::stats::{SnapshotRecord, StoreStats, StoreStatsView};
 use crate::storage::{FsStorage, Storage};
 use crate::txn::{apply_change, WriteTxn};
 use crate::version::{Shared, Version};
@@ -197,6 +198,8 @@ struct Inner {
     timer: Mutex<Option<JoinHandle<()>>>,
     /// Whether writes are accepted, how snapshots fare ([`crate::health`]).
     health: Arc<Health>,
+    /// Commits and snapshots, for monitoring ([`crate::stats`]).
+    stats: Arc<StoreStats>,
 }
 
 /// The in-memory directory database. Cheap to clone (a reference).
@@ -251,6 +254,19 @@ impl Store {
             &mut report,
         )?;
         report.load_time = started.elapsed();
+        // The loaded snapshot's size and time, for monitoring only: read from the file
+        // system's metadata (a storage that is not the file system gives none).
+        let loaded_snapshot = report.snapshot.as_ref().map(|(path, lsn)| {
+            let meta = std::fs::metadata(path).ok();
+            SnapshotRecord {
+                lsn: *lsn,
+                bytes: meta.as_ref().map_or(0, |m| m.len()),
+                entries: version.len() as u64,
+                finished: meta.and_then(|m| m.modified().ok()).unwrap_or(UNIX_EPOCH),
+                duration: Duration::ZERO,
+                loaded: true,
+            }
+        });
         let snap_lsn = version.lsn;
 
         let health = Arc::new(Health::new(options.events.clone()));
@@ -306,15 +322,20 @@ impl Store {
         let cell = Arc::new(VersionCell::new(Arc::new(version)));
         let wal = Arc::new(wal);
         let feed = Arc::new(FeedHub::new());
+        let stats = Arc::new(StoreStats::default());
+        if let Some(loaded) = &loaded_snapshot {
+            stats.snapshot(*loaded);
+        }
         let (tx, rx) = sync_channel::<Job>(MAX_QUEUED_WRITES);
         let writer = {
             let cell = Arc::clone(&cell);
             let wal = Arc::clone(&wal);
             let feed = Arc::clone(&feed);
             let health = Arc::clone(&health);
+            let stats = Arc::clone(&stats);
             std::thread::Builder::new()
                 .name("larch-writer".into())
-                .spawn(move || writer::run(rx, cell, wal, feed, health))
+                .spawn(move || writer::run(rx, cell, wal, feed, health, stats))
                 .map_err(io("start the writer for", &options.dir))?
         };
         let store = Store {
@@ -333,6 +354,7 @@ impl Store {
                 stop: Arc::new((Mutex::new(false), Condvar::new())),
                 timer: Mutex::new(None),
                 health,
+                stats,
             }),
         };
         let at_open = due_at_open(report.replayed, options.snapshot_after_records);
@@ -428,6 +450,11 @@ impl Store {
             let covered = written.map_or(lsn, |info| info.lsn);
             schedule.written(covered, Instant::now());
         }
+    }
+
+    /// Commits and snapshots so far ([`crate::stats`]). Lock-free but for one short lock.
+    pub fn stats(&self) -> StoreStatsView {
+        self.inner.stats.view()
     }
 
     /// A reader's handle on the current version (one per worker thread or connection).
@@ -527,9 +554,22 @@ impl Store {
 
     /// Writes a snapshot and records how it went in the store's health.
     fn write_snapshot(&self, pace: Pace) -> Result<Option<SnapshotInfo>, StoreError> {
+        let started = Instant::now();
         let result = self.write_snapshot_file(pace);
         match &result {
-            Ok(_) => self.inner.health.snapshot_written(),
+            Ok(info) => {
+                if let Some(info) = info {
+                    self.inner.stats.snapshot(SnapshotRecord {
+                        lsn: info.lsn,
+                        bytes: info.bytes,
+                        entries: info.entries,
+                        finished: SystemTime::now(),
+                        duration: started.elapsed(),
+                        loaded: false,
+                    });
+                }
+                self.inner.health.snapshot_written()
+            }
             Err(e) => self.inner.health.snapshot_failed(e.to_string(), Instant::now()),
         }
         result

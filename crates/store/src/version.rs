@@ -315,6 +315,15 @@ impl Version {
         self.shared.indexes.slot(ty).and_then(|i| self.attr.get(i))
     }
 
+    /// Every indexed type with its indexes.
+    pub fn indexes(&self) -> impl Iterator<Item = (AttributeTypeId, &AttrIndex)> + '_ {
+        self.shared
+            .indexes
+            .iter()
+            .zip(&self.attr)
+            .map(|((ty, _), index)| (ty, index))
+    }
+
     /// The kinds of index kept for a type.
     pub fn index_kinds(&self, ty: AttributeTypeId) -> IndexKinds {
         self.shared.indexes.kinds(ty)

@@ -27,10 +27,12 @@
 
 use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::error::StoreError;
 use crate::feed::FeedHub;
 use crate::health::{Health, WriteHalt};
+use crate::stats::StoreStats;
 use crate::txn::WriteTxn;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
@@ -66,6 +68,7 @@ pub(crate) fn run(
     wal: Arc<Wal>,
     feed: Arc<FeedHub>,
     health: Arc<Health>,
+    stats: Arc<StoreStats>,
 ) {
     let feed = CloseFeed(feed);
     let mut current = cell.load();
@@ -118,8 +121,11 @@ pub(crate) fn run(
             continue;
         }
         let logged = log.len();
+        let handed = Instant::now();
         match log_batch(&wal, &mut log) {
             Ok((first, last)) => {
+                let nanos = u64::try_from(handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                stats.committed(finishers.len() as u64, logged as u64, nanos);
                 working.lsn = last;
                 let next = Arc::new(working);
                 cell.publish(Arc::clone(&next));

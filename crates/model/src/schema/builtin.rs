@@ -3,7 +3,7 @@
 //!
 //! | file | contents | loaded |
 //! | --- | --- | --- |
-//! | `system.schema` | RFC 4512 classes and operational attributes, root DSE and subschema attributes, referral (RFC 3296), subentry (RFC 3672), entryUUID (RFC 4530), entryDN (RFC 5020), numSubordinates, entryCSN/contextCSN, and the user types slapd compiles in (name, cn, uid, description, seeAlso, userPassword, labeledURI, distinguishedName, uidNumber, gidNumber) | always |
+//! | `system.schema` | RFC 4512 classes and operational attributes, root DSE and subschema attributes, referral (RFC 3296), subentry (RFC 3672), entryUUID (RFC 4530), entryDN (RFC 5020), numSubordinates, entryCSN/contextCSN, the cn=Monitor schema (OpenLDAP back-monitor's classes and attributes, and `monitorContext`), and the user types slapd compiles in (name, cn, uid, description, seeAlso, userPassword, labeledURI, distinguishedName, uidNumber, gidNumber) | always |
 //! | `core.schema` | the rest of RFC 4519, X.509 types (RFC 4523), and everything OpenLDAP's `core.schema` defines | standard sets |
 //! | `cosine.schema` | RFC 4524 and the RFC 1274 extras OpenLDAP keeps | standard sets |
 //! | `inetorgperson.schema` | RFC 2798 | standard sets |

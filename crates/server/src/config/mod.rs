@@ -30,6 +30,7 @@ mod error;
 mod error_log;
 mod listen;
 mod logs;
+mod monitor;
 mod password;
 mod raw;
 mod sasl;
@@ -64,6 +65,7 @@ pub use logs::{
     DEFAULT_AUDIT_LOG_FILE, DEFAULT_AUDIT_LOG_KEEP, DEFAULT_AUDIT_LOG_MAX_SIZE_MB,
     DEFAULT_AUDIT_LOG_ROTATE_EVERY,
 };
+pub use monitor::{MetricsSettings, MonitorSettings};
 pub use password::{DefaultScheme, PasswordSettings};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
@@ -200,6 +202,10 @@ pub struct ServerConfig {
     pub audit_log: AuditLogSettings,
     /// `[error_log]`: the server's own messages.
     pub error_log: ErrorLogSettings,
+    /// `[monitor]`: the counters and `cn=Monitor`.
+    pub monitor: MonitorSettings,
+    /// `[metrics]`: the Prometheus endpoint.
+    pub metrics: MetricsSettings,
 }
 
 impl ServerConfig {
@@ -349,6 +355,8 @@ impl Default for ServerConfig {
             access_log: AccessLogSettings::default(),
             audit_log: AuditLogSettings::default(),
             error_log: ErrorLogSettings::default(),
+            monitor: MonitorSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -604,6 +612,12 @@ impl ServerConfig {
         }
         if let Some(l) = raw.error_log {
             c.error_log = ErrorLogSettings::from_raw(l)?;
+        }
+        if let Some(m) = raw.monitor {
+            c.monitor = MonitorSettings::from_raw(m);
+        }
+        if let Some(m) = raw.metrics {
+            c.metrics = MetricsSettings::from_raw(m)?;
         }
         Ok(c)
     }

@@ -26,6 +26,8 @@ pub(crate) struct RawConfig {
     pub access_log: Option<super::logs::RawAccessLog>,
     pub audit_log: Option<super::logs::RawAuditLog>,
     pub error_log: Option<super::error_log::RawErrorLog>,
+    pub monitor: Option<super::monitor::RawMonitor>,
+    pub metrics: Option<super::monitor::RawMetrics>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.

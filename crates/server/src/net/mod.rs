@@ -191,6 +191,9 @@ fn connection_limits(dir: &Directory) -> Arc<ConnectionLimits> {
     let configured = &dir.config.limits;
     let fd_soft = fd_limit::soft();
     let (total, source) = limits::connection_limit(configured.max_connections, fd_soft);
+    if let Some(m) = &dir.monitor {
+        m.set_connection_limit(total as u64);
+    }
     let per_ip = configured.max_connections_per_ip;
     let per_ip_text = per_ip.map_or_else(|| "none".to_string(), |n| n.to_string());
     match source {

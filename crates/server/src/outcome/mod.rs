@@ -8,7 +8,7 @@
 //! 1. the response is encoded from the reply by the one encoder ([`respond::write`]); no
 //!    operation encodes its own result;
 //! 2. the [`Observers`] of the directory receive the outcome (the access log, and the
-//!    counters behind `cn=Monitor` next). An observer runs on the thread that completed
+//!    counters behind `cn=Monitor` and `/metrics`, [`crate::monitor`]). An observer runs on the thread that completed
 //!    the operation and must not block: the access log copies a record into a per-thread
 //!    buffer and returns.
 //!
@@ -320,6 +320,9 @@ pub enum ConnectionEvent<'a> {
 /// Receives every outcome and connection event. Runs on the thread that completed the
 /// operation: it must be quick and must not block.
 pub trait Observer: Send + Sync + std::fmt::Debug {
+    /// An operation with request tag `request_tag` started on connection `conn` (it was
+    /// numbered; its outcome follows when it ends). Most observers need only the end.
+    fn initiated(&self, _conn: u64, _request_tag: u8) {}
     /// An operation ended.
     fn operation(&self, outcome: &Outcome<'_>);
     /// Something happened to a connection.
@@ -341,6 +344,14 @@ impl Observers {
     /// True when nobody observes (operations then skip taking their times).
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
+    }
+
+    /// Tells every observer that an operation started.
+    #[inline]
+    pub fn initiated(&self, conn: u64, request_tag: u8) {
+        for o in &self.list {
+            o.initiated(conn, request_tag);
+        }
     }
 
     /// Tells every observer how an operation ended.

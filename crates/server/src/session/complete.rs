@@ -18,6 +18,7 @@ use larch_proto::MessageId;
 use super::Session;
 use crate::directory::Directory;
 use crate::identity::Identity;
+use crate::monitor::connections::ConnectionStats;
 use crate::outcome::{respond, Outcome, Reply, SearchNotes, Sent, Times};
 use crate::search::run::SearchEnd;
 
@@ -96,6 +97,7 @@ impl<'a> Ending<'a> {
 /// module documentation).
 fn finish(
     dir: &Directory,
+    stats: Option<&ConnectionStats>,
     trace: &OpTrace,
     request: &[u8],
     identity: &Identity,
@@ -105,6 +107,10 @@ fn finish(
     let before = out.len();
     if let (Some(reply), true) = (ending.reply, ending.response_tag != 0) {
         respond::write(out, trace.msgid, ending.response_tag, reply);
+    }
+    // A Notice of Disconnection (operation -1) answers no operation the connection read.
+    if let (Some(s), true) = (stats, trace.op >= 0) {
+        s.completed();
     }
     if dir.observers.is_empty() {
         return;
@@ -141,6 +147,7 @@ fn finish(
 #[derive(Debug)]
 pub(crate) struct Completion {
     dir: Arc<Directory>,
+    stats: Option<Arc<ConnectionStats>>,
     trace: OpTrace,
     /// The request PDU (empty when nobody observes).
     request: Box<[u8]>,
@@ -160,7 +167,15 @@ impl Completion {
 
     /// Writes the response to `out` and reports the outcome.
     pub fn complete(&self, out: &mut Vec<u8>, ending: Ending<'_>) {
-        finish(&self.dir, &self.trace, &self.request, &self.identity, out, ending);
+        finish(
+            &self.dir,
+            self.stats.as_deref(),
+            &self.trace,
+            &self.request,
+            &self.identity,
+            out,
+            ending,
+        );
     }
 }
 
@@ -170,6 +185,10 @@ impl Session {
     pub(super) fn begin(&mut self, msgid: MessageId, request_tag: u8) -> OpTrace {
         let op = self.next_op;
         self.next_op += 1;
+        if let (Some(s), Some(m)) = (&self.stats, &self.dir.monitor) {
+            s.received(m.connections.epoch, self.received);
+        }
+        self.dir.observers.initiated(self.conn, request_tag);
         self.trace(op, msgid, request_tag)
     }
 
@@ -206,7 +225,15 @@ impl Session {
         ending: Ending<'_>,
     ) {
         let identity = identity.unwrap_or(&self.identity);
-        finish(&self.dir, trace, request, identity, out, ending);
+        finish(
+            &self.dir,
+            self.stats.as_deref(),
+            trace,
+            request,
+            identity,
+            out,
+            ending,
+        );
     }
 
     /// The owned end of `trace`, run as `identity`, for an operation that finishes away
@@ -214,6 +241,7 @@ impl Session {
     pub(super) fn completion(&self, trace: OpTrace, request: &[u8], identity: Arc<Identity>) -> Completion {
         Completion {
             dir: self.dir.clone(),
+            stats: self.stats.clone(),
             trace,
             request: if self.dir.observers.is_empty() {
                 Box::default()

@@ -59,6 +59,7 @@ use crate::client::Client;
 use crate::directory::Directory;
 use crate::identity::Identity;
 use crate::lookup::LastBase;
+use crate::monitor::connections::ConnectionStats;
 use crate::outcome::{CloseReason, ConnectionEvent};
 use crate::search::PagedSearches;
 use inflight::InFlight;
@@ -158,6 +159,8 @@ pub(crate) struct Session {
     start_tls: bool,
     /// The last search base normalized on this connection.
     last_base: LastBase,
+    /// The connection's line in `cn=Connections,cn=Monitor` (with the monitor on).
+    stats: Option<Arc<ConnectionStats>>,
 }
 
 /// Serves one accepted connection from `peer` until it closes. `closing` lets the server
@@ -244,6 +247,7 @@ pub async fn serve(
         peer_cert,
         start_tls: false,
         last_base: LastBase::default(),
+        stats: dir.monitor.as_ref().and_then(|m| m.connections.get(conn_id)),
     };
     let mut draining = ctx.draining;
     let mut buf: Vec<u8> = Vec::with_capacity(READ_START);

@@ -108,7 +108,31 @@ pub(crate) struct EntryKeys {
     pub(crate) ord: Vec<Vec<u8>>,
 }
 
+/// How many keys each kind of index of one type holds (for monitoring; each count is
+/// kept by its structure, so reading them costs nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexKeyCounts {
+    /// Equality keys (distinct value hashes).
+    pub equality: usize,
+    /// Entries in the presence set.
+    pub presence: usize,
+    /// Substring keys.
+    pub substring: usize,
+    /// Ordering pairs (value, entry).
+    pub ordering: usize,
+}
+
 impl AttrIndex {
+    /// How many keys each of its indexes holds.
+    pub fn key_counts(&self) -> IndexKeyCounts {
+        IndexKeyCounts {
+            equality: self.eq.as_ref().map_or(0, |m| m.len()),
+            presence: self.pres.as_ref().map_or(0, |s| s.len()),
+            substring: self.sub.as_ref().map_or(0, |m| m.len()),
+            ordering: self.ord.as_ref().map_or(0, |o| o.len()),
+        }
+    }
+
     /// Empty indexes of the given kinds.
     pub fn new(kinds: IndexKinds) -> AttrIndex {
         AttrIndex {

@@ -1,0 +1,174 @@
+//! Everything monitoring reports, gathered at one moment from the places that keep it: the
+//! counters and open connections ([`crate::monitor`]), the store (entries, LSN, commits,
+//! snapshots, health, index sizes), the logs, the bind throttle, the threads and the
+//! process. `cn=Monitor` ([`crate::dse::monitor`]) and the Prometheus endpoint render the
+//! same [`ServerReport`], so they never disagree on a figure.
+//!
+//! Gathering costs a sum over the counter slots, a lock per connection-table shard (only
+//! when the connections are asked for), and two small reads of `/proc/self`: well under a
+//! millisecond with thousands of connections open. Nothing here walks the entries.
+
+use std::time::{Duration, SystemTime};
+
+use larch_store::index::IndexKeyCounts;
+use larch_store::wal::Lsn;
+use larch_store::StoreStatsView;
+
+use crate::accesslog::AccessLogStats;
+use crate::auditlog::AuditLogStats;
+use crate::directory::Directory;
+use crate::monitor::connections::ConnectionView;
+use crate::monitor::counters::Totals;
+
+/// The server's version, as `larch --version` prints it.
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the server reports about itself at one moment.
+#[derive(Debug, Clone)]
+pub struct ServerReport {
+    /// When the server started.
+    pub started: SystemTime,
+    /// When this report was gathered.
+    pub now: SystemTime,
+    /// How long the server has run.
+    pub uptime: Duration,
+    /// The counters (`None` with `monitor.enabled = false`).
+    pub totals: Option<Totals>,
+    /// The open connections, when asked for.
+    pub connections: Option<Vec<ConnectionView>>,
+    /// The connection limit in force.
+    pub connection_limit: u64,
+    /// The threads.
+    pub threads: ThreadReport,
+    /// The store.
+    pub store: StoreReport,
+    /// The access log's figures, when it is on.
+    pub access_log: Option<AccessLogStats>,
+    /// The audit log's figures, when it is on.
+    pub audit_log: Option<AuditLogStats>,
+    /// Failure counts the bind throttle remembers (pairs, accounts, addresses).
+    pub throttle_tracked: usize,
+    /// Response octets waiting for clients, server-wide.
+    pub output_buffered: usize,
+    /// The process's resident memory in octets (Linux; `None` elsewhere).
+    pub resident_bytes: Option<u64>,
+    /// Open file descriptors of the process (Linux; `None` elsewhere).
+    pub open_files: Option<u64>,
+}
+
+/// The threads the server runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadReport {
+    /// The runtime's worker threads (connections, small searches, binds).
+    pub workers: usize,
+    /// The threads large searches run on.
+    pub search_threads: usize,
+    /// Large searches waiting for a search thread.
+    pub search_queued: usize,
+    /// The most threads the blocking pool may have (slow password checks).
+    pub blocking_max: usize,
+    /// Threads of the whole process (Linux; `None` elsewhere).
+    pub process: Option<u64>,
+}
+
+/// The store's figures.
+#[derive(Debug, Clone)]
+pub struct StoreReport {
+    /// Entries.
+    pub entries: u64,
+    /// The LSN of the current version (the last change published).
+    pub lsn: Lsn,
+    /// Log records since the newest snapshot (what a start would replay).
+    pub records_since_snapshot: u64,
+    /// Commits and snapshots.
+    pub stats: StoreStatsView,
+    /// Writes are accepted (false after a failed log write, until a restart).
+    pub writable: bool,
+    /// Why writes stopped, when they did.
+    pub write_halt: Option<String>,
+    /// Snapshots failed in a row (0 after a success).
+    pub snapshot_failures: u32,
+    /// Keys per indexed attribute, by attribute name.
+    pub indexes: Vec<(String, IndexKeyCounts)>,
+    /// The naming contexts.
+    pub suffixes: Vec<String>,
+}
+
+impl ServerReport {
+    /// Gathers the report from `dir`; `with_connections` adds the open connections.
+    pub fn gather(dir: &Directory, with_connections: bool) -> ServerReport {
+        let monitor = dir.monitor.as_deref();
+        let (started, uptime) = match monitor {
+            Some(m) => (m.started, m.started_at.elapsed()),
+            None => (SystemTime::now(), Duration::ZERO),
+        };
+        ServerReport {
+            started,
+            now: SystemTime::now(),
+            uptime,
+            totals: monitor.map(|m| m.totals()),
+            connections: monitor
+                .filter(|_| with_connections)
+                .map(|m| m.connections.views()),
+            connection_limit: monitor.map_or(0, |m| m.connection_limit()),
+            threads: ThreadReport {
+                workers: crate::workers::threads_for(dir.config.server.worker_threads),
+                search_threads: dir.search_workers.threads(),
+                search_queued: dir.search_workers.queued(),
+                blocking_max: crate::password::gate::blocking_threads(),
+                process: proc_status_field("Threads:"),
+            },
+            store: store_report(dir),
+            access_log: dir.access_log.as_ref().map(|l| l.stats()),
+            audit_log: dir.audit_log.as_ref().map(|l| l.stats()),
+            throttle_tracked: dir.bind_throttle.tracked(std::time::Instant::now()),
+            output_buffered: dir.output_budget.used(),
+            resident_bytes: proc_status_field("VmRSS:").map(|kib| kib * 1024),
+            open_files: open_files(),
+        }
+    }
+}
+
+fn store_report(dir: &Directory) -> StoreReport {
+    let v = dir.store.current();
+    let stats = dir.store.stats();
+    let health = dir.store.health();
+    let since = stats
+        .last_snapshot
+        .map_or(v.lsn(), |s| v.lsn().saturating_sub(s.lsn));
+    let schema = v.schema();
+    let indexes = v
+        .indexes()
+        .map(|(ty, index)| {
+            let name = schema
+                .attribute_type_by_id(ty)
+                .map_or_else(|| format!("{ty:?}"), |t| t.name().to_string());
+            (name, index.key_counts())
+        })
+        .collect();
+    StoreReport {
+        entries: v.len() as u64,
+        lsn: v.lsn(),
+        records_since_snapshot: since,
+        stats,
+        writable: health.writable(),
+        write_halt: health.write_halt.as_ref().map(|h| h.to_string()),
+        snapshot_failures: health.snapshot_failures,
+        indexes,
+        suffixes: dir.config.suffixes().map(str::to_string).collect(),
+    }
+}
+
+/// A number field of `/proc/self/status` (`Threads:`, `VmRSS:` in KiB).
+fn proc_status_field(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Open file descriptors (the entries of `/proc/self/fd`).
+fn open_files() -> Option<u64> {
+    std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as u64)
+}
