@@ -1038,13 +1038,13 @@ fn the_documented_default_policy_is_the_one_that_runs() {
     assert_eq!(documented, DEFAULT_POLICY);
     let parsed = ServerConfig::from_toml_str(&documented).unwrap();
     assert_eq!(parsed.access, default_policy());
-    assert_eq!(default_policy().rules.len(), 2);
+    assert_eq!(default_policy().rules.len(), 3);
     let fx = fixture();
     let with_rules = AccessRules::compile(&parsed.access, &fx.dir.schema).unwrap();
     assert!(!with_rules.is_default_policy());
     let default = AccessRules::compile(&AccessConfig::default(), &fx.dir.schema).unwrap();
     assert!(default.is_default_policy());
-    assert_eq!(default.len(), 2);
+    assert_eq!(default.len(), 3);
     // Both decide alike for every requester, entry, what and privilege of the fixture.
     let version = fx.dir.store.current();
     for who in REQUESTERS {
@@ -1068,5 +1068,42 @@ fn the_documented_default_policy_is_the_one_that_runs() {
                 }
             }
         }
+    }
+}
+
+/// The default policy gives cn=Monitor to the admin only, while the masks that decide for
+/// stored entries (which leave the monitor's rule out) still let anyone read the directory.
+#[test]
+fn the_default_policy_keeps_cn_monitor_for_the_admin() {
+    let fx = fixture();
+    let rules = &fx.dir.acl;
+    let version = fx.dir.store.current();
+    let schema = &fx.dir.schema;
+    let monitor = NormDn::from_text(b"cn=Connections,cn=Monitor", &**schema).unwrap();
+    let cn = schema.attribute_type("cn").unwrap().id;
+    let attrs = larch_model::entry::StoredEntry::build(&[]);
+    for who in REQUESTERS {
+        let identity = identity_of(&fx, who);
+        let requester = rules.requester(&identity, &Client::default(), &version);
+        let target = Target::Named {
+            dn: &monitor,
+            written: None,
+            attrs: attrs.as_ref(),
+            schema,
+        };
+        let mut access = EntryAccess::new(rules, &requester, target);
+        let admin = identity.is_admin();
+        assert_eq!(access.allows(What::Entry, Privileges::SEARCH), admin, "{who:?}");
+        assert_eq!(
+            access.allows(What::Attribute(cn), Privileges::READ),
+            admin,
+            "{who:?}"
+        );
+        // Stored entries: the masks decide, as before the monitor's rule existed.
+        assert_eq!(
+            requester.uniform(rules, What::Attribute(cn), Privileges::READ),
+            Some(true),
+            "{who:?}"
+        );
     }
 }

@@ -747,3 +747,16 @@ proptest! {
         let _ = ServerConfig::from_toml_str(&text);
     }
 }
+
+#[test]
+fn a_suffix_within_cn_monitor_is_refused() {
+    for text in [
+        "[directory]\nsuffix = \"cn=Monitor\"\nadmin_dn = \"cn=admin,cn=Monitor\"\n",
+        "[directory]\nextra_suffixes = [\"ou=x,CN=monitor\"]\n",
+    ] {
+        let e = ServerConfig::from_toml_str(text).unwrap_err().to_string();
+        assert!(e.contains("cn=Monitor"), "{e}");
+    }
+    // A suffix that only ends like it is fine.
+    ServerConfig::from_toml_str("[directory]\nextra_suffixes = [\"cn=notMonitor\"]\n").unwrap();
+}

@@ -2,6 +2,8 @@
 //! `[[access]]` rule. They are written in the rule language itself ([`DEFAULT_POLICY`])
 //! and read by the same parser as the configuration, so what `docs/security.md` shows
 //! (a test compares the two) is exactly what runs:
+//! - `cn=Monitor` and below (the server's figures, `docs/monitoring.md`): nobody but the
+//!   admin;
 //! - `userPassword`: the entry's own identity may replace it (`=wx`: write, and auth, but
 //!   not read, search or compare); anonymous clients may use it to bind (`auth`); nobody
 //!   else gets anything (the implicit `by * none`);
@@ -13,6 +15,12 @@ use super::written::{self, AccessConfig};
 
 /// The default policy in the rule language (the `[[access]]` tables of `larch.toml`).
 pub const DEFAULT_POLICY: &str = r#"[[access]]
+dn = "cn=Monitor"
+by = [
+  { who = "*", access = "none" },
+]
+
+[[access]]
 attrs = ["userPassword"]
 by = [
   { who = "self", access = "=wx" },

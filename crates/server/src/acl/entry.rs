@@ -178,7 +178,10 @@ impl<'a> EntryAccess<'a> {
         let Some(view) = self.rules.view(self.requester) else {
             return true;
         };
-        if let Some(mask) = view.mask(need) {
+        // The masks leave out the rules about cn=Monitor (`Rule::monitor_only`): valid for
+        // every entry but the monitor's.
+        let mask = if self.in_monitor() { None } else { view.mask(need) };
+        if let Some(mask) = mask {
             match mask.decide(what) {
                 Decision::Allow => return true,
                 Decision::Deny => return false,
@@ -202,6 +205,14 @@ impl<'a> EntryAccess<'a> {
             return granted.contains(need);
         }
         false
+    }
+
+    /// Whether the target is a `cn=Monitor` entry (never a stored one).
+    fn in_monitor(&self) -> bool {
+        match &self.target {
+            Target::Stored { .. } => false,
+            Target::Named { dn, .. } => super::rule::in_monitor(dn),
+        }
     }
 
     /// Whether rule `i`'s DN and filter hold for the entry.

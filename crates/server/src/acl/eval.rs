@@ -78,6 +78,9 @@ impl Mask {
         let mut entry = None;
         let mut children = None;
         for (rule, o) in rules.iter().zip(outcomes) {
+            if rule.monitor_only() {
+                continue;
+            }
             let depends = rule.depends_on_entry()
                 || o.self_privileges
                     .is_some_and(|s| s.contains(need) != o.other.contains(need));

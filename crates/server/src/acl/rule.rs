@@ -443,4 +443,23 @@ impl Rule {
     pub fn depends_on_entry(&self) -> bool {
         self.dn.is_some() || self.filter.is_some()
     }
+
+    /// True when the rule is about `cn=Monitor` or entries below it only: entries the
+    /// server builds for a search, never stored ones. The per-requester masks, which
+    /// decide for stored entries, leave such rules out, so protecting the monitor costs a
+    /// search of the directory nothing; the monitor's entries are checked rule by rule.
+    pub fn monitor_only(&self) -> bool {
+        self.dn.as_ref().is_some_and(|(dn, _)| in_monitor(dn))
+    }
 }
+
+/// Whether `dn` (normalized) is `cn=Monitor` or below it.
+pub fn in_monitor(dn: &NormDn) -> bool {
+    let s = dn.as_str();
+    s == MONITOR_NORM
+        || s.strip_suffix(MONITOR_NORM)
+            .is_some_and(|rest| rest.ends_with(','))
+}
+
+/// `cn=Monitor` normalized (`cn` compares ignoring case; the normal form is lower case).
+const MONITOR_NORM: &str = "cn=monitor";

@@ -774,7 +774,7 @@ impl ServerConfig {
     }
 
     /// The naming contexts normalized through `schema`, the main suffix first; refused when
-    /// one is the root DSE, does not parse, or lies within another.
+    /// one is the root DSE, does not parse, lies within another, or within `cn=Monitor`.
     pub fn normalized_suffixes(&self, schema: &Schema) -> Result<Vec<NormDn>, ConfigError> {
         let count = 1 + self.directory.extra_suffixes.len();
         if count > MAX_SUFFIXES {
@@ -795,6 +795,12 @@ impl ServerConfig {
                 return Err(ConfigError::invalid(
                     key,
                     "a suffix cannot be the root DSE (empty DN)",
+                ));
+            }
+            if crate::acl::rule::in_monitor(&dn) {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("`{s}` is within cn=Monitor, the subtree the server builds for monitoring"),
                 ));
             }
             if let Some(other) = out.iter().find(|o| dn.is_within(o) || o.is_within(&dn)) {

@@ -1,6 +1,6 @@
-//! The two entries the server answers without storing them: the root DSE (RFC 4512
-//! section 5.1, [`root`]) and the subschema subentry `cn=Subschema` (RFC 4512 section 4.2,
-//! [`subschema`]).
+//! The entries the server answers without storing them: the root DSE (RFC 4512 section
+//! 5.1, [`root`]), the subschema subentry `cn=Subschema` (RFC 4512 section 4.2,
+//! [`subschema`]) and the `cn=Monitor` subtree ([`monitor`]).
 //!
 //! Each is built as a [`DseEntry`]: its attributes in the stored form every entry has (so
 //! the search's compiled filter and the assertion control evaluate on it as on any entry),
@@ -12,6 +12,7 @@
 //! (all the root DSE's other attributes, the subschema's descriptions) by name or under `+`
 //! (RFC 3673), as OpenLDAP does.
 
+pub mod monitor;
 pub mod root;
 pub mod subschema;
 
@@ -102,6 +103,26 @@ fn names_type(requested: SeqOf<'_, &[u8]>, ty: AttributeTypeId, schema: &Schema)
 }
 
 impl DseEntry {
+    /// The same entry with only the attributes `keep` accepts (stored and computed): what
+    /// a requester may read of it.
+    pub fn retain(&self, keep: impl Fn(AttributeTypeId) -> bool) -> DseEntry {
+        let attrs: Vec<Attribute> = self
+            .stored()
+            .attributes()
+            .filter(|a| keep(a.ty))
+            .map(|a| Attribute {
+                ty: a.ty,
+                options: a.options(),
+                values: a.values.iter().map(<[u8]>::to_vec).collect(),
+            })
+            .collect();
+        DseEntry {
+            dn: self.dn.clone(),
+            stored: StoredEntry::build(&attrs),
+            computed: self.computed.iter().filter(|(t, _)| keep(*t)).cloned().collect(),
+        }
+    }
+
     /// The stored form of its attributes (computed ones excluded).
     pub fn stored(&self) -> StoredRef<'_> {
         self.stored.as_ref()

@@ -3,7 +3,7 @@
 //!
 //! Attributes, as OpenLDAP publishes them: `objectClass: top` (the user attribute a search
 //! with no attribute list gets); operational: `namingContexts` (every configured suffix as
-//! written), `supportedControl` ([`crate::controls::SUPPORTED_CONTROLS`]),
+//! written), `monitorContext` (`cn=Monitor`, with the monitor on), `supportedControl` ([`crate::controls::SUPPORTED_CONTROLS`]),
 //! `supportedExtension` ([`super::SUPPORTED_EXTENSIONS`]), `supportedFeatures`
 //! ([`super::SUPPORTED_FEATURES`]), `supportedLDAPVersion: 3`, `vendorName`,
 //! `vendorVersion` (RFC 3045), `supportedSASLMechanisms` (the mechanisms a client can use
@@ -29,6 +29,9 @@ pub fn root_dse(dir: &Directory) -> DseEntry {
     b.add(schema, "objectClass", &["top"]);
     let contexts: Vec<&str> = dir.config.suffixes().collect();
     b.add(schema, "namingContexts", &contexts);
+    if dir.monitor.is_some() {
+        b.add(schema, "monitorContext", &[super::monitor::MONITOR_DN]);
+    }
     b.add(schema, "supportedControl", &SUPPORTED_CONTROLS);
     let mut extensions = super::SUPPORTED_EXTENSIONS.to_vec();
     if dir.config.tls.is_some() {

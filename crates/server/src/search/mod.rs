@@ -36,6 +36,7 @@
 
 mod access;
 pub mod deref;
+mod monitor;
 pub mod paged;
 mod planner;
 pub mod referral;

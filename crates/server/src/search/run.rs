@@ -17,6 +17,8 @@
 //! 3. the empty base with scope base is the root DSE; `cn=Subschema` is the subschema
 //!    subentry (with scope base or subtree it is the one entry in scope; one-level and
 //!    subordinate scopes hold nothing). Both are answered at once (`crate::dse`);
+//!    The `cn=Monitor` subtree, with the monitor on, is answered at once too, from entries
+//!    built for the search (`monitor`);
 //! 4. the empty base with another scope searches every naming context (the base is the
 //!    root above them; the root DSE itself is not in the results, RFC 4512 section 5.1).
 //!    OpenLDAP answers noSuchObject there unless a default search base is configured;
@@ -90,6 +92,7 @@ use larch_store::{EntryId, Version};
 
 use super::access::{FilterCache, SearchAccess};
 use super::deref::{alias_scopes, deref_base, BaseLookup};
+use super::monitor::{self, MonitorSearch};
 use super::paged::{request_hash, Continued, PagedSearches};
 use super::referral::continuation_uris;
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
@@ -160,8 +163,8 @@ enum Kind {
 
 #[derive(Debug)]
 struct Fixed {
-    /// The entry's DN and encoded attribute list.
-    entry: Option<(String, Vec<u8>)>,
+    /// The entries' DNs and encoded attribute lists.
+    entries: Vec<(String, Vec<u8>)>,
     result: Result<(), OpError>,
     controls: Vec<ResponseControl>,
 }
@@ -395,6 +398,7 @@ fn prepare_search(
     let requester = dir.acl.requester(ctx.identity, ctx.client, v);
     let mut request = resolve_request(ctx, v, req, controls, &requester, page.run)?;
     answer_dse(dir, v, req, &request, page.run)?;
+    answer_monitor(ctx, req, controls, &request, &requester, page.run)?;
     let classes = Classes::new(dir, v, req, controls);
     let base_id = if request.base.is_root() {
         empty_base(dir, v, &request)?
@@ -592,6 +596,69 @@ fn answer_dse(
         .collect();
     controls.extend(paged_done(paging));
     Err(Settled::Answer(Box::new(fixed(answer, Ok(()), controls))))
+}
+
+/// Step 3, the `cn=Monitor` subtree (with the monitor on): a base in it is answered at
+/// once from entries built now ([`super::monitor`]), every entry in one page; a sort is
+/// not done (non-critical: the SortResponse says `unwillingToPerform`; critical:
+/// `unavailableCriticalExtension`). Any other base goes on.
+fn answer_monitor(
+    ctx: &SearchContext<'_>,
+    req: &SearchRequest<'_>,
+    controls: &RequestControls<'_>,
+    request: &Resolved,
+    requester: &Requester,
+    paging: Option<PagedRun>,
+) -> Result<(), Settled> {
+    let dir = ctx.dir;
+    let client = (req.size_limit > 0).then_some(req.size_limit as usize);
+    let configured = dir.config.limits.size_limit;
+    let size_limit = if ctx.identity.is_admin() {
+        client
+    } else {
+        min_limit(client, (configured > 0).then_some(configured))
+    };
+    let search = MonitorSearch {
+        base: &request.base,
+        base_text: req.base,
+        scope: req.scope,
+        filter: &request.filter,
+        assertion: request.assertion.as_ref(),
+        selection: &request.selection,
+        attributes: req.attributes,
+        types_only: req.types_only,
+        size_limit,
+    };
+    let Some(answer) = monitor::search(dir, requester, &search)? else {
+        return Ok(());
+    };
+    let mut response = Vec::new();
+    if let Some((_, critical)) = &controls.sort {
+        if *critical {
+            return Err(OpError::new(
+                ResultCode::UNAVAILABLE_CRITICAL_EXTENSION,
+                "the cn=Monitor entries cannot be sorted",
+            )
+            .into());
+        }
+        response.push(sort_control(ResultCode::UNWILLING_TO_PERFORM, None));
+    }
+    response.extend(paged_done(paging));
+    let result = if answer.size_exceeded {
+        Err(OpError::new(
+            ResultCode::SIZE_LIMIT_EXCEEDED,
+            format!("size limit of {} entries exceeded", size_limit.unwrap_or(0)),
+        ))
+    } else {
+        Ok(())
+    };
+    Err(Settled::Answer(Box::new(PreparedSearch {
+        kind: Kind::Fixed(Fixed {
+            entries: answer.entries,
+            result,
+            controls: response,
+        }),
+    })))
 }
 
 /// The referral and alias entries a search meets (steps 5 and 7), and where it
@@ -856,7 +923,7 @@ fn fixed(
 ) -> PreparedSearch {
     PreparedSearch {
         kind: Kind::Fixed(Fixed {
-            entry,
+            entries: entry.into_iter().collect(),
             result,
             controls,
         }),
@@ -933,9 +1000,9 @@ impl PreparedSearch {
         match self.kind {
             Kind::Fixed(f) => {
                 let mut end = SearchEnd::done(Reply::from_result(f.result).with_controls(f.controls));
-                if let Some((dn, attrs)) = &f.entry {
+                for (dn, attrs) in &f.entries {
                     larch_proto::encode_search_result_entry(sink.buf(), message_id, dn.as_bytes(), attrs);
-                    end.entries = 1;
+                    end.entries += 1;
                 }
                 Step::Done(end)
             }

@@ -1,0 +1,416 @@
+//! `cn=Monitor`: the server's figures as a subtree of entries, laid out as OpenLDAP's
+//! back-monitor lays them out, so scripts and exporters written for slapd read Larch
+//! unchanged (they search below `cn=Monitor` for `(objectClass=monitorCounterObject)`
+//! reading `monitorCounter`, `(objectClass=monitoredObject)` reading `monitoredInfo`, and
+//! `(objectClass=monitorOperation)` below `cn=Operations` reading `monitorOpCompleted`).
+//!
+//! The entries are built from one [`ServerReport`] when a search reaches them (never
+//! stored, never written): the same figures `/metrics` shows. Layout (OpenLDAP's names;
+//! Larch's own additions marked +):
+//!
+//! ```text
+//! cn=Monitor                                monitorServer (monitoredInfo: Larch version)
+//!   cn=Connections                          monitorContainer
+//!     cn=Max File Descriptors               monitorCounterObject (the connection limit)
+//!     cn=Total, cn=Current                  monitorCounterObject
+//!     cn=Refused +                          monitorCounterObject
+//!     cn=Connection N                       monitorConnection (one per open connection)
+//!   cn=Databases                            monitorContainer
+//!     cn=Database 1                         monitoredObject (namingContexts, entries, LSN)
+//!   cn=Listeners                            monitorContainer
+//!     cn=Listener N                         monitoredObject (labeledURI)
+//!   cn=Log                                  monitorContainer
+//!     cn=Access +, cn=Audit +               monitorCounterObject (lines written)
+//!   cn=Operations                           monitorContainer (every kind summed)
+//!     cn=Bind ... cn=Extended               monitorOperation (initiated, completed)
+//!   cn=Statistics                           monitorContainer
+//!     cn=Bytes, cn=PDU, cn=Entries,         monitorCounterObject
+//!     cn=Referrals
+//!   cn=Threads                              monitorContainer
+//!     cn=Max, cn=Open, cn=Pending, ...      monitoredObject
+//!   cn=Time                                 monitorContainer
+//!     cn=Start, cn=Current                  monitoredObject (monitorTimestamp)
+//!     cn=Uptime                             monitoredObject (seconds)
+//!   cn=Store +                              monitorContainer
+//!     cn=Entries, cn=LSN, cn=Commits, ...   monitorCounterObject
+//!     cn=Health                             monitoredObject (writable, or why not)
+//!     cn=Index <attribute>                  monitorCounterObject (keys)
+//!   cn=Results +                            monitorContainer
+//!     cn=<result name>                      monitorCounterObject (responses with the code)
+//!   cn=Binds +                              monitorContainer
+//!     cn=<method> <success|failure>         monitorCounterObject
+//! ```
+//!
+//! Every attribute but `objectClass`, `cn` and `description` is operational, as in slapd:
+//! asked for by name or with `+`. Who may read the subtree is decided by the access rules;
+//! the default policy gives it to the administrator only.
+
+use std::fmt::Write as _;
+
+use larch_model::schema::Schema;
+use larch_proto::ResultCode;
+
+use super::{Builder, DseEntry};
+use crate::directory::Directory;
+use crate::monitor::connections::ConnectionView;
+use crate::monitor::counters::Totals;
+use crate::monitor::kinds::{BindMethod, OpKind};
+use crate::opattrs::time::generalized_time;
+use crate::opattrs::SUBSCHEMA_SUBENTRY_DN;
+use crate::report::{ServerReport, SERVER_VERSION};
+
+/// The monitor's naming context, as the root DSE publishes it (`monitorContext`).
+pub const MONITOR_DN: &str = "cn=Monitor";
+
+/// Every entry of the subtree, parents before children, built from `report`.
+pub fn monitor_entries(dir: &Directory, report: &ServerReport) -> Vec<DseEntry> {
+    let mut t = Tree {
+        schema: &dir.schema,
+        out: Vec::new(),
+    };
+    t.server();
+    connections(&mut t, report);
+    databases(&mut t, report);
+    listeners(&mut t, dir);
+    logs(&mut t, report);
+    if let Some(totals) = &report.totals {
+        operations(&mut t, totals);
+        statistics(&mut t, totals);
+        results(&mut t, totals);
+        binds(&mut t, totals);
+    }
+    threads(&mut t, report);
+    time(&mut t, report);
+    store(&mut t, report);
+    t.out
+}
+
+/// Builds entries below `cn=Monitor`.
+struct Tree<'a> {
+    schema: &'a Schema,
+    out: Vec<DseEntry>,
+}
+
+impl Tree<'_> {
+    /// An entry `cn=<name>,<parent>` of class `class`, with `fill` adding the rest.
+    fn entry(&mut self, parent: &str, name: &str, class: &str, fill: impl FnOnce(&Schema, &mut Builder)) {
+        let dn = if parent.is_empty() {
+            format!("cn={name}")
+        } else {
+            format!("cn={name},{parent}")
+        };
+        let mut b = Builder::default();
+        b.add(self.schema, "objectClass", &[class]);
+        b.add(self.schema, "cn", &[name]);
+        b.add(self.schema, "structuralObjectClass", &[class]);
+        fill(self.schema, &mut b);
+        b.computed(self.schema, "entryDN", &dn);
+        b.computed(self.schema, "subschemaSubentry", SUBSCHEMA_SUBENTRY_DN);
+        self.out.push(b.build(&dn));
+    }
+
+    fn server(&mut self) {
+        self.entry("", "Monitor", "monitorServer", |s, b| {
+            b.add(
+                s,
+                "description",
+                &["This subtree contains monitoring/managing objects."],
+            );
+            b.add(s, "monitoredInfo", &[format!("Larch {SERVER_VERSION}")]);
+        });
+    }
+
+    fn container(&mut self, parent: &str, name: &str, description: &str) -> String {
+        self.entry(parent, name, "monitorContainer", |s, b| {
+            b.add(s, "description", &[description]);
+        });
+        child_dn(parent, name)
+    }
+
+    fn counter(&mut self, parent: &str, name: &str, value: u64) {
+        self.entry(parent, name, "monitorCounterObject", |s, b| {
+            b.add(s, "monitorCounter", &[value.to_string()]);
+        });
+    }
+
+    fn info(&mut self, parent: &str, name: &str, value: &str) {
+        self.entry(parent, name, "monitoredObject", |s, b| {
+            b.add(s, "monitoredInfo", &[value]);
+        });
+    }
+}
+
+fn child_dn(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        format!("cn={name}")
+    } else {
+        format!("cn={name},{parent}")
+    }
+}
+
+fn connections(t: &mut Tree<'_>, report: &ServerReport) {
+    let parent = t.container(MONITOR_DN, "Connections", "Network connections");
+    t.counter(&parent, "Max File Descriptors", report.connection_limit);
+    if let Some(totals) = &report.totals {
+        t.counter(&parent, "Total", totals.accepted());
+        t.counter(&parent, "Current", totals.current());
+        t.counter(&parent, "Refused", totals.refused());
+    }
+    for c in report.connections.iter().flatten() {
+        connection(t, &parent, c);
+    }
+}
+
+/// `cn=Connection N`: the attributes slapd gives a connection.
+fn connection(t: &mut Tree<'_>, parent: &str, c: &ConnectionView) {
+    let name = format!("Connection {}", c.conn);
+    let listener = match (c.ldaps, c.local) {
+        (true, Some(a)) => format!("ldaps://{a}"),
+        (false, Some(a)) => format!("ldap://{a}"),
+        (_, None) => String::new(),
+    };
+    let executing = c.received.saturating_sub(c.completed);
+    t.entry(parent, &name, "monitorConnection", |s, b| {
+        b.add(s, "monitorConnectionNumber", &[c.conn.to_string()]);
+        b.add(s, "monitorConnectionProtocol", &["3"]);
+        b.add(s, "monitorConnectionOpsReceived", &[c.received.to_string()]);
+        b.add(s, "monitorConnectionOpsExecuting", &[executing.to_string()]);
+        b.add(s, "monitorConnectionOpsPending", &["0"]);
+        b.add(s, "monitorConnectionOpsCompleted", &[c.completed.to_string()]);
+        let mask = match &c.tls {
+            Some((version, cipher)) => format!("tls {version} {cipher}"),
+            None => String::from("plain"),
+        };
+        b.add(s, "monitorConnectionMask", &[mask]);
+        if !listener.is_empty() {
+            b.add(s, "monitorConnectionListener", &[listener.as_str()]);
+        }
+        if let Some(p) = c.peer {
+            b.add(s, "monitorConnectionPeerAddress", &[format!("IP={p}")]);
+        }
+        if let Some(l) = c.local {
+            b.add(s, "monitorConnectionLocalAddress", &[format!("IP={l}")]);
+        }
+        b.add(s, "monitorConnectionAuthzDN", &[c.authz_dn.as_str()]);
+        b.add(s, "monitorConnectionStartTime", &[generalized_time(c.started)]);
+        b.add(
+            s,
+            "monitorConnectionActivityTime",
+            &[generalized_time(c.activity)],
+        );
+    });
+}
+
+fn databases(t: &mut Tree<'_>, report: &ServerReport) {
+    let parent = t.container(MONITOR_DN, "Databases", "Databases");
+    let store = &report.store;
+    t.entry(&parent, "Database 1", "monitoredObject", |s, b| {
+        b.add(s, "monitoredInfo", &["larch"]);
+        b.add(s, "namingContexts", &store.suffixes);
+        b.add(s, "readOnly", &[if store.writable { "FALSE" } else { "TRUE" }]);
+        b.add(s, "monitorIsShadow", &["FALSE"]);
+    });
+}
+
+fn listeners(t: &mut Tree<'_>, dir: &Directory) {
+    let parent = t.container(MONITOR_DN, "Listeners", "Listeners");
+    for (i, l) in dir.config.server.listen.iter().enumerate() {
+        let url = l.to_string();
+        t.entry(&parent, &format!("Listener {i}"), "monitoredObject", |s, b| {
+            b.add(s, "labeledURI", &[url.as_str()]);
+            b.add(
+                s,
+                "monitorConnectionLocalAddress",
+                &[format!("IP={}:{}", l.host, l.port)],
+            );
+        });
+    }
+}
+
+fn logs(t: &mut Tree<'_>, report: &ServerReport) {
+    let parent = t.container(MONITOR_DN, "Log", "Logs");
+    if let Some(a) = &report.access_log {
+        t.entry(&parent, "Access", "monitorCounterObject", |s, b| {
+            b.add(
+                s,
+                "description",
+                &["access log: lines written (monitorCounter), dropped, lost"],
+            );
+            b.add(s, "monitorCounter", &[a.lines_written.to_string()]);
+            b.add(
+                s,
+                "monitoredInfo",
+                &[format!(
+                    "written={} dropped={} lost={} write_errors={}",
+                    a.lines_written, a.records_dropped, a.lines_lost, a.write_errors
+                )],
+            );
+        });
+    }
+    if let Some(a) = &report.audit_log {
+        t.entry(&parent, "Audit", "monitorCounterObject", |s, b| {
+            b.add(
+                s,
+                "description",
+                &["audit log: changes written (monitorCounter), skipped, lost"],
+            );
+            b.add(s, "monitorCounter", &[a.records_written.to_string()]);
+            b.add(
+                s,
+                "monitoredInfo",
+                &[format!(
+                    "written={} skipped={} lost={} write_errors={}",
+                    a.records_written, a.changes_skipped, a.records_lost, a.write_errors
+                )],
+            );
+        });
+    }
+}
+
+fn operations(t: &mut Tree<'_>, totals: &Totals) {
+    t.entry(MONITOR_DN, "Operations", "monitorContainer", |s, b| {
+        b.add(s, "description", &["Operations"]);
+        b.add(s, "monitorOpInitiated", &[totals.initiated_all().to_string()]);
+        b.add(s, "monitorOpCompleted", &[totals.completed_all().to_string()]);
+    });
+    let parent = child_dn(MONITOR_DN, "Operations");
+    for kind in OpKind::ALL {
+        t.entry(&parent, kind.monitor_name(), "monitorOperation", |s, b| {
+            b.add(s, "monitorOpInitiated", &[totals.initiated(kind).to_string()]);
+            b.add(s, "monitorOpCompleted", &[totals.completed(kind).to_string()]);
+        });
+    }
+}
+
+fn statistics(t: &mut Tree<'_>, totals: &Totals) {
+    let parent = t.container(MONITOR_DN, "Statistics", "Statistics");
+    t.counter(&parent, "Bytes", totals.bytes());
+    t.counter(&parent, "PDU", totals.pdus());
+    t.counter(&parent, "Entries", totals.entries());
+    t.counter(&parent, "Referrals", totals.references());
+    t.counter(&parent, "Undecodable", totals.undecodable());
+    t.counter(&parent, "TLS Handshakes", totals.tls());
+}
+
+fn results(t: &mut Tree<'_>, totals: &Totals) {
+    let parent = t.container(MONITOR_DN, "Results", "Responses by result code");
+    for (code, count) in totals.results() {
+        let name = match code {
+            Some(c) => result_name(c),
+            None => "other codes".to_string(),
+        };
+        t.entry(&parent, &name, "monitorCounterObject", |s, b| {
+            if let Some(c) = code {
+                b.add(s, "description", &[format!("result code {c}")]);
+            }
+            b.add(s, "monitorCounter", &[count.to_string()]);
+        });
+    }
+}
+
+/// The name of result code `code` (`success`, `noSuchObject`...), or `code N`.
+fn result_name(code: u32) -> String {
+    match ResultCode(code).name() {
+        Some(name) => name.to_string(),
+        None => format!("code {code}"),
+    }
+}
+
+fn binds(t: &mut Tree<'_>, totals: &Totals) {
+    let parent = t.container(MONITOR_DN, "Binds", "Binds by method and result");
+    for method in BindMethod::ALL {
+        for ok in [true, false] {
+            let mut name = String::from(method.label());
+            let _ = write!(name, " {}", if ok { "success" } else { "failure" });
+            t.counter(&parent, &name, totals.binds(method, ok));
+        }
+    }
+}
+
+fn threads(t: &mut Tree<'_>, report: &ServerReport) {
+    let parent = t.container(MONITOR_DN, "Threads", "Threads");
+    let th = &report.threads;
+    let max = th.workers + th.search_threads + th.blocking_max;
+    t.info(&parent, "Max", &max.to_string());
+    t.info(&parent, "Workers", &th.workers.to_string());
+    t.info(&parent, "Search", &th.search_threads.to_string());
+    t.info(&parent, "Blocking Max", &th.blocking_max.to_string());
+    t.info(&parent, "Pending", &th.search_queued.to_string());
+    if let Some(n) = th.process {
+        t.info(&parent, "Open", &n.to_string());
+    }
+    t.info(&parent, "State", "running");
+}
+
+fn time(t: &mut Tree<'_>, report: &ServerReport) {
+    let parent = t.container(MONITOR_DN, "Time", "Time");
+    t.entry(&parent, "Start", "monitoredObject", |s, b| {
+        b.add(s, "monitorTimestamp", &[generalized_time(report.started)]);
+    });
+    t.entry(&parent, "Current", "monitoredObject", |s, b| {
+        b.add(s, "monitorTimestamp", &[generalized_time(report.now)]);
+    });
+    t.info(&parent, "Uptime", &report.uptime.as_secs().to_string());
+}
+
+fn store(t: &mut Tree<'_>, report: &ServerReport) {
+    let parent = t.container(MONITOR_DN, "Store", "The in-memory store and its log");
+    let st = &report.store;
+    t.counter(&parent, "Entries", st.entries);
+    t.counter(&parent, "LSN", st.lsn);
+    t.counter(&parent, "Records Since Snapshot", st.records_since_snapshot);
+    t.counter(&parent, "Commit Batches", st.stats.batches);
+    t.counter(&parent, "Commit Jobs", st.stats.jobs);
+    t.counter(&parent, "Commit Records", st.stats.records);
+    t.counter(
+        &parent,
+        "Commit Microseconds",
+        st.stats.commit_time.as_micros() as u64,
+    );
+    t.counter(&parent, "Largest Batch", st.stats.largest_batch);
+    t.counter(&parent, "Snapshots", st.stats.snapshots);
+    if let Some(snap) = st.stats.last_snapshot {
+        t.entry(&parent, "Last Snapshot", "monitoredObject", |s, b| {
+            b.add(s, "monitorTimestamp", &[generalized_time(snap.finished)]);
+            b.add(
+                s,
+                "monitoredInfo",
+                &[format!(
+                    "lsn={} entries={} bytes={} duration_ms={} loaded_at_start={}",
+                    snap.lsn,
+                    snap.entries,
+                    snap.bytes,
+                    snap.duration.as_millis(),
+                    snap.loaded
+                )],
+            );
+        });
+    }
+    if let Some(rss) = report.resident_bytes {
+        t.counter(&parent, "Resident Bytes", rss);
+    }
+    let health = match &st.write_halt {
+        None => "writable".to_string(),
+        Some(why) => format!("writes halted: {why}"),
+    };
+    t.info(&parent, "Health", &health);
+    for (name, keys) in &st.indexes {
+        t.entry(
+            &parent,
+            &format!("Index {name}"),
+            "monitorCounterObject",
+            |s, b| {
+                let total = keys.equality + keys.presence + keys.substring + keys.ordering;
+                b.add(s, "monitorCounter", &[total.to_string()]);
+                b.add(
+                    s,
+                    "monitoredInfo",
+                    &[format!(
+                        "equality={} presence={} substring={} ordering={}",
+                        keys.equality, keys.presence, keys.substring, keys.ordering
+                    )],
+                );
+            },
+        );
+    }
+}
