@@ -98,6 +98,7 @@ impl ServerReport {
     /// Gathers the report from `dir`; `with_connections` adds the open connections.
     pub fn gather(dir: &Directory, with_connections: bool) -> ServerReport {
         let monitor = dir.monitor.as_deref();
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let (started, uptime) = match monitor {
             Some(m) => (m.started, m.started_at.elapsed()),
             None => (SystemTime::now(), Duration::ZERO),
@@ -116,14 +117,14 @@ impl ServerReport {
                 search_threads: dir.search_workers.threads(),
                 search_queued: dir.search_workers.queued(),
                 blocking_max: crate::password::gate::blocking_threads(),
-                process: proc_status_field("Threads:"),
+                process: status_field(&status, "Threads:"),
             },
             store: store_report(dir),
             access_log: dir.access_log.as_ref().map(|l| l.stats()),
             audit_log: dir.audit_log.as_ref().map(|l| l.stats()),
             throttle_tracked: dir.bind_throttle.tracked(std::time::Instant::now()),
             output_buffered: dir.output_budget.used(),
-            resident_bytes: proc_status_field("VmRSS:").map(|kib| kib * 1024),
+            resident_bytes: status_field(&status, "VmRSS:").map(|kib| kib * 1024),
             open_files: open_files(),
         }
     }
@@ -159,9 +160,9 @@ fn store_report(dir: &Directory) -> StoreReport {
     }
 }
 
-/// A number field of `/proc/self/status` (`Threads:`, `VmRSS:` in KiB).
-fn proc_status_field(name: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+/// A number field of `/proc/self/status`'s text (`Threads:`, `VmRSS:` in KiB); `None`
+/// where the file is missing (not Linux).
+fn status_field(text: &str, name: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix(name))
         .and_then(|rest| rest.split_whitespace().next())

@@ -62,14 +62,18 @@ pub(crate) struct Builder {
 impl Builder {
     /// Adds an attribute with `values` (none: nothing added).
     pub(crate) fn add<V: AsRef<[u8]>>(&mut self, schema: &Schema, name: &str, values: &[V]) {
-        let Some(t) = schema.attribute_type(name) else {
-            return;
-        };
+        if let Some(t) = schema.attribute_type(name) {
+            self.add_type(t.id, values);
+        }
+    }
+
+    /// Adds an attribute of type `ty` with `values` (none: nothing added).
+    pub(crate) fn add_type<V: AsRef<[u8]>>(&mut self, ty: AttributeTypeId, values: &[V]) {
         if values.is_empty() {
             return;
         }
         self.attrs.push(Attribute {
-            ty: t.id,
+            ty,
             options: Options::none(),
             values: values.iter().map(|v| v.as_ref().to_vec()).collect(),
         });

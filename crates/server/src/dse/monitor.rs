@@ -45,9 +45,10 @@
 //! asked for by name or with `+`. Who may read the subtree is decided by the access rules;
 //! the default policy gives it to the administrator only.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use larch_model::schema::Schema;
+use larch_model::schema::{AttributeTypeId, Schema};
 use larch_proto::ResultCode;
 
 use super::{Builder, DseEntry};
@@ -66,6 +67,7 @@ pub const MONITOR_DN: &str = "cn=Monitor";
 pub fn monitor_entries(dir: &Directory, report: &ServerReport) -> Vec<DseEntry> {
     let mut t = Tree {
         schema: &dir.schema,
+        types: HashMap::new(),
         out: Vec::new(),
     };
     t.server();
@@ -88,54 +90,77 @@ pub fn monitor_entries(dir: &Directory, report: &ServerReport) -> Vec<DseEntry> 
 /// Builds entries below `cn=Monitor`.
 struct Tree<'a> {
     schema: &'a Schema,
+    /// Attribute types by name, looked up in the schema once per name (a read of the
+    /// subtree with a thousand connections adds some fifteen thousand attributes).
+    types: HashMap<&'static str, Option<AttributeTypeId>>,
     out: Vec<DseEntry>,
+}
+
+/// One entry's attributes, named.
+struct Fill<'t, 'a> {
+    schema: &'a Schema,
+    types: &'t mut HashMap<&'static str, Option<AttributeTypeId>>,
+    b: Builder,
+}
+
+impl Fill<'_, '_> {
+    fn add<V: AsRef<[u8]>>(&mut self, name: &'static str, values: &[V]) {
+        let schema = self.schema;
+        let ty = *self
+            .types
+            .entry(name)
+            .or_insert_with(|| schema.attribute_type(name).map(|t| t.id));
+        if let Some(ty) = ty {
+            self.b.add_type(ty, values);
+        }
+    }
 }
 
 impl Tree<'_> {
     /// An entry `cn=<name>,<parent>` of class `class`, with `fill` adding the rest.
-    fn entry(&mut self, parent: &str, name: &str, class: &str, fill: impl FnOnce(&Schema, &mut Builder)) {
-        let dn = if parent.is_empty() {
-            format!("cn={name}")
-        } else {
-            format!("cn={name},{parent}")
+    fn entry(&mut self, parent: &str, name: &str, class: &str, fill: impl FnOnce(&mut Fill<'_, '_>)) {
+        let dn = child_dn(parent, name);
+        let mut f = Fill {
+            schema: self.schema,
+            types: &mut self.types,
+            b: Builder::default(),
         };
-        let mut b = Builder::default();
-        b.add(self.schema, "objectClass", &[class]);
-        b.add(self.schema, "cn", &[name]);
-        b.add(self.schema, "structuralObjectClass", &[class]);
-        fill(self.schema, &mut b);
+        f.add("objectClass", &[class]);
+        f.add("cn", &[name]);
+        f.add("structuralObjectClass", &[class]);
+        fill(&mut f);
+        let mut b = f.b;
         b.computed(self.schema, "entryDN", &dn);
         b.computed(self.schema, "subschemaSubentry", SUBSCHEMA_SUBENTRY_DN);
         self.out.push(b.build(&dn));
     }
 
     fn server(&mut self) {
-        self.entry("", "Monitor", "monitorServer", |s, b| {
+        self.entry("", "Monitor", "monitorServer", |b| {
             b.add(
-                s,
                 "description",
                 &["This subtree contains monitoring/managing objects."],
             );
-            b.add(s, "monitoredInfo", &[format!("Larch {SERVER_VERSION}")]);
+            b.add("monitoredInfo", &[format!("Larch {SERVER_VERSION}")]);
         });
     }
 
     fn container(&mut self, parent: &str, name: &str, description: &str) -> String {
-        self.entry(parent, name, "monitorContainer", |s, b| {
-            b.add(s, "description", &[description]);
+        self.entry(parent, name, "monitorContainer", |b| {
+            b.add("description", &[description]);
         });
         child_dn(parent, name)
     }
 
     fn counter(&mut self, parent: &str, name: &str, value: u64) {
-        self.entry(parent, name, "monitorCounterObject", |s, b| {
-            b.add(s, "monitorCounter", &[value.to_string()]);
+        self.entry(parent, name, "monitorCounterObject", |b| {
+            b.add("monitorCounter", &[value.to_string()]);
         });
     }
 
     fn info(&mut self, parent: &str, name: &str, value: &str) {
-        self.entry(parent, name, "monitoredObject", |s, b| {
-            b.add(s, "monitoredInfo", &[value]);
+        self.entry(parent, name, "monitoredObject", |b| {
+            b.add("monitoredInfo", &[value]);
         });
     }
 }
@@ -170,45 +195,41 @@ fn connection(t: &mut Tree<'_>, parent: &str, c: &ConnectionView) {
         (_, None) => String::new(),
     };
     let executing = c.received.saturating_sub(c.completed);
-    t.entry(parent, &name, "monitorConnection", |s, b| {
-        b.add(s, "monitorConnectionNumber", &[c.conn.to_string()]);
-        b.add(s, "monitorConnectionProtocol", &["3"]);
-        b.add(s, "monitorConnectionOpsReceived", &[c.received.to_string()]);
-        b.add(s, "monitorConnectionOpsExecuting", &[executing.to_string()]);
-        b.add(s, "monitorConnectionOpsPending", &["0"]);
-        b.add(s, "monitorConnectionOpsCompleted", &[c.completed.to_string()]);
+    t.entry(parent, &name, "monitorConnection", |b| {
+        b.add("monitorConnectionNumber", &[c.conn.to_string()]);
+        b.add("monitorConnectionProtocol", &["3"]);
+        b.add("monitorConnectionOpsReceived", &[c.received.to_string()]);
+        b.add("monitorConnectionOpsExecuting", &[executing.to_string()]);
+        b.add("monitorConnectionOpsPending", &["0"]);
+        b.add("monitorConnectionOpsCompleted", &[c.completed.to_string()]);
         let mask = match &c.tls {
             Some((version, cipher)) => format!("tls {version} {cipher}"),
             None => String::from("plain"),
         };
-        b.add(s, "monitorConnectionMask", &[mask]);
+        b.add("monitorConnectionMask", &[mask]);
         if !listener.is_empty() {
-            b.add(s, "monitorConnectionListener", &[listener.as_str()]);
+            b.add("monitorConnectionListener", &[listener.as_str()]);
         }
         if let Some(p) = c.peer {
-            b.add(s, "monitorConnectionPeerAddress", &[format!("IP={p}")]);
+            b.add("monitorConnectionPeerAddress", &[format!("IP={p}")]);
         }
         if let Some(l) = c.local {
-            b.add(s, "monitorConnectionLocalAddress", &[format!("IP={l}")]);
+            b.add("monitorConnectionLocalAddress", &[format!("IP={l}")]);
         }
-        b.add(s, "monitorConnectionAuthzDN", &[c.authz_dn.as_str()]);
-        b.add(s, "monitorConnectionStartTime", &[generalized_time(c.started)]);
-        b.add(
-            s,
-            "monitorConnectionActivityTime",
-            &[generalized_time(c.activity)],
-        );
+        b.add("monitorConnectionAuthzDN", &[c.authz_dn.as_str()]);
+        b.add("monitorConnectionStartTime", &[generalized_time(c.started)]);
+        b.add("monitorConnectionActivityTime", &[generalized_time(c.activity)]);
     });
 }
 
 fn databases(t: &mut Tree<'_>, report: &ServerReport) {
     let parent = t.container(MONITOR_DN, "Databases", "Databases");
     let store = &report.store;
-    t.entry(&parent, "Database 1", "monitoredObject", |s, b| {
-        b.add(s, "monitoredInfo", &["larch"]);
-        b.add(s, "namingContexts", &store.suffixes);
-        b.add(s, "readOnly", &[if store.writable { "FALSE" } else { "TRUE" }]);
-        b.add(s, "monitorIsShadow", &["FALSE"]);
+    t.entry(&parent, "Database 1", "monitoredObject", |b| {
+        b.add("monitoredInfo", &["larch"]);
+        b.add("namingContexts", &store.suffixes);
+        b.add("readOnly", &[if store.writable { "FALSE" } else { "TRUE" }]);
+        b.add("monitorIsShadow", &["FALSE"]);
     });
 }
 
@@ -216,10 +237,9 @@ fn listeners(t: &mut Tree<'_>, dir: &Directory) {
     let parent = t.container(MONITOR_DN, "Listeners", "Listeners");
     for (i, l) in dir.config.server.listen.iter().enumerate() {
         let url = l.to_string();
-        t.entry(&parent, &format!("Listener {i}"), "monitoredObject", |s, b| {
-            b.add(s, "labeledURI", &[url.as_str()]);
+        t.entry(&parent, &format!("Listener {i}"), "monitoredObject", |b| {
+            b.add("labeledURI", &[url.as_str()]);
             b.add(
-                s,
                 "monitorConnectionLocalAddress",
                 &[format!("IP={}:{}", l.host, l.port)],
             );
@@ -230,15 +250,13 @@ fn listeners(t: &mut Tree<'_>, dir: &Directory) {
 fn logs(t: &mut Tree<'_>, report: &ServerReport) {
     let parent = t.container(MONITOR_DN, "Log", "Logs");
     if let Some(a) = &report.access_log {
-        t.entry(&parent, "Access", "monitorCounterObject", |s, b| {
+        t.entry(&parent, "Access", "monitorCounterObject", |b| {
             b.add(
-                s,
                 "description",
                 &["access log: lines written (monitorCounter), dropped, lost"],
             );
-            b.add(s, "monitorCounter", &[a.lines_written.to_string()]);
+            b.add("monitorCounter", &[a.lines_written.to_string()]);
             b.add(
-                s,
                 "monitoredInfo",
                 &[format!(
                     "written={} dropped={} lost={} write_errors={}",
@@ -248,15 +266,13 @@ fn logs(t: &mut Tree<'_>, report: &ServerReport) {
         });
     }
     if let Some(a) = &report.audit_log {
-        t.entry(&parent, "Audit", "monitorCounterObject", |s, b| {
+        t.entry(&parent, "Audit", "monitorCounterObject", |b| {
             b.add(
-                s,
                 "description",
                 &["audit log: changes written (monitorCounter), skipped, lost"],
             );
-            b.add(s, "monitorCounter", &[a.records_written.to_string()]);
+            b.add("monitorCounter", &[a.records_written.to_string()]);
             b.add(
-                s,
                 "monitoredInfo",
                 &[format!(
                     "written={} skipped={} lost={} write_errors={}",
@@ -268,16 +284,16 @@ fn logs(t: &mut Tree<'_>, report: &ServerReport) {
 }
 
 fn operations(t: &mut Tree<'_>, totals: &Totals) {
-    t.entry(MONITOR_DN, "Operations", "monitorContainer", |s, b| {
-        b.add(s, "description", &["Operations"]);
-        b.add(s, "monitorOpInitiated", &[totals.initiated_all().to_string()]);
-        b.add(s, "monitorOpCompleted", &[totals.completed_all().to_string()]);
+    t.entry(MONITOR_DN, "Operations", "monitorContainer", |b| {
+        b.add("description", &["Operations"]);
+        b.add("monitorOpInitiated", &[totals.initiated_all().to_string()]);
+        b.add("monitorOpCompleted", &[totals.completed_all().to_string()]);
     });
     let parent = child_dn(MONITOR_DN, "Operations");
     for kind in OpKind::ALL {
-        t.entry(&parent, kind.monitor_name(), "monitorOperation", |s, b| {
-            b.add(s, "monitorOpInitiated", &[totals.initiated(kind).to_string()]);
-            b.add(s, "monitorOpCompleted", &[totals.completed(kind).to_string()]);
+        t.entry(&parent, kind.monitor_name(), "monitorOperation", |b| {
+            b.add("monitorOpInitiated", &[totals.initiated(kind).to_string()]);
+            b.add("monitorOpCompleted", &[totals.completed(kind).to_string()]);
         });
     }
 }
@@ -299,11 +315,11 @@ fn results(t: &mut Tree<'_>, totals: &Totals) {
             Some(c) => result_name(c),
             None => "other codes".to_string(),
         };
-        t.entry(&parent, &name, "monitorCounterObject", |s, b| {
+        t.entry(&parent, &name, "monitorCounterObject", |b| {
             if let Some(c) = code {
-                b.add(s, "description", &[format!("result code {c}")]);
+                b.add("description", &[format!("result code {c}")]);
             }
-            b.add(s, "monitorCounter", &[count.to_string()]);
+            b.add("monitorCounter", &[count.to_string()]);
         });
     }
 }
@@ -344,11 +360,11 @@ fn threads(t: &mut Tree<'_>, report: &ServerReport) {
 
 fn time(t: &mut Tree<'_>, report: &ServerReport) {
     let parent = t.container(MONITOR_DN, "Time", "Time");
-    t.entry(&parent, "Start", "monitoredObject", |s, b| {
-        b.add(s, "monitorTimestamp", &[generalized_time(report.started)]);
+    t.entry(&parent, "Start", "monitoredObject", |b| {
+        b.add("monitorTimestamp", &[generalized_time(report.started)]);
     });
-    t.entry(&parent, "Current", "monitoredObject", |s, b| {
-        b.add(s, "monitorTimestamp", &[generalized_time(report.now)]);
+    t.entry(&parent, "Current", "monitoredObject", |b| {
+        b.add("monitorTimestamp", &[generalized_time(report.now)]);
     });
     t.info(&parent, "Uptime", &report.uptime.as_secs().to_string());
 }
@@ -370,10 +386,9 @@ fn store(t: &mut Tree<'_>, report: &ServerReport) {
     t.counter(&parent, "Largest Batch", st.stats.largest_batch);
     t.counter(&parent, "Snapshots", st.stats.snapshots);
     if let Some(snap) = st.stats.last_snapshot {
-        t.entry(&parent, "Last Snapshot", "monitoredObject", |s, b| {
-            b.add(s, "monitorTimestamp", &[generalized_time(snap.finished)]);
+        t.entry(&parent, "Last Snapshot", "monitoredObject", |b| {
+            b.add("monitorTimestamp", &[generalized_time(snap.finished)]);
             b.add(
-                s,
                 "monitoredInfo",
                 &[format!(
                     "lsn={} entries={} bytes={} duration_ms={} loaded_at_start={}",
@@ -395,22 +410,16 @@ fn store(t: &mut Tree<'_>, report: &ServerReport) {
     };
     t.info(&parent, "Health", &health);
     for (name, keys) in &st.indexes {
-        t.entry(
-            &parent,
-            &format!("Index {name}"),
-            "monitorCounterObject",
-            |s, b| {
-                let total = keys.equality + keys.presence + keys.substring + keys.ordering;
-                b.add(s, "monitorCounter", &[total.to_string()]);
-                b.add(
-                    s,
-                    "monitoredInfo",
-                    &[format!(
-                        "equality={} presence={} substring={} ordering={}",
-                        keys.equality, keys.presence, keys.substring, keys.ordering
-                    )],
-                );
-            },
-        );
+        t.entry(&parent, &format!("Index {name}"), "monitorCounterObject", |b| {
+            let total = keys.equality + keys.presence + keys.substring + keys.ordering;
+            b.add("monitorCounter", &[total.to_string()]);
+            b.add(
+                "monitoredInfo",
+                &[format!(
+                    "equality={} presence={} substring={} ordering={}",
+                    keys.equality, keys.presence, keys.substring, keys.ordering
+                )],
+            );
+        });
     }
 }

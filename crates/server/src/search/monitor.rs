@@ -20,6 +20,8 @@
 //! page and an empty cookie. Sorting is not offered (the entries come parents first, as
 //! OpenLDAP sends them).
 
+use std::borrow::Cow;
+
 use larch_model::dn::NormDn;
 use larch_model::entry::StoredRef;
 use larch_model::filter::CompiledFilter;
@@ -60,6 +62,14 @@ pub(super) fn monitor_dn(schema: &Schema) -> Option<NormDn> {
     NormDn::from_text(MONITOR_DN.as_bytes(), schema).ok()
 }
 
+/// The normalized form of a monitor entry's DN: every RDN is `cn=` with a value of
+/// letters, digits, single spaces and `.`, `:` or `_` (`dse::monitor` builds them so), whose
+/// `caseIgnoreMatch` normal form is its lower case; parsing a thousand DNs per read would
+/// cost more than the read.
+fn normalized(dn: &str) -> NormDn {
+    NormDn::from_normalized(&dn.to_ascii_lowercase())
+}
+
 /// A built entry with its normalized DN.
 struct Built {
     norm: NormDn,
@@ -80,12 +90,21 @@ pub(super) fn search(
     if dir.monitor.is_none() || !s.base.is_within(&root) {
         return Ok(None);
     }
-    let report = ServerReport::gather(dir, s.scope != SearchScope::Base);
+    // The connections' entries only when the scope can hold them.
+    let connections = NormDn::from_normalized(&format!("cn=connections,{}", root.as_str()));
+    let with_connections = match s.scope {
+        SearchScope::Base => false,
+        SearchScope::OneLevel => s.base.is_within(&connections),
+        SearchScope::Subtree | SearchScope::Subordinate => {
+            s.base.is_within(&connections) || s.base.is_ancestor_of(&connections)
+        }
+    };
+    let report = ServerReport::gather(dir, with_connections);
     let built: Vec<Built> = monitor_entries(dir, &report)
         .into_iter()
-        .filter_map(|entry| {
-            let norm = NormDn::from_text(entry.dn.as_bytes(), schema).ok()?;
-            Some(Built { norm, entry })
+        .map(|entry| Built {
+            norm: normalized(&entry.dn),
+            entry,
         })
         .collect();
     let base = find_base(dir, requester, &built, s)?;
@@ -174,17 +193,22 @@ fn access_to<'a>(
     )
 }
 
-/// The entry with only the attributes the requester may read.
-fn readable(dir: &Directory, requester: &Requester, b: &Built, schema: &Schema) -> DseEntry {
+/// The entry with only the attributes the requester may read (the entry itself when it
+/// may read them all, the admin always).
+fn readable<'b>(dir: &Directory, requester: &Requester, b: &'b Built, schema: &Schema) -> Cow<'b, DseEntry> {
+    if requester.is_admin() {
+        return Cow::Borrowed(&b.entry);
+    }
     let mut access = access_to(dir, requester, b, schema);
-    let types: Vec<AttributeTypeId> = attribute_types(b.entry.stored());
-    let allowed: Vec<AttributeTypeId> = types
+    let denied: Vec<AttributeTypeId> = attribute_types(b.entry.stored())
         .into_iter()
-        .filter(|&t| access.allows(What::Attribute(t), Privileges::READ))
+        .filter(|&t| !access.allows(What::Attribute(t), Privileges::READ))
         .collect();
-    let computed_ok =
-        |t: AttributeTypeId| allowed.contains(&t) || (!b.entry.stored().attributes().any(|a| a.ty == t));
-    b.entry.retain(computed_ok)
+    if denied.is_empty() {
+        return Cow::Borrowed(&b.entry);
+    }
+    // Computed attributes (entryDN, subschemaSubentry) are not stored: kept.
+    Cow::Owned(b.entry.retain(|t| !denied.contains(&t)))
 }
 
 fn attribute_types(stored: StoredRef<'_>) -> Vec<AttributeTypeId> {

@@ -1000,6 +1000,8 @@ impl PreparedSearch {
         match self.kind {
             Kind::Fixed(f) => {
                 let mut end = SearchEnd::done(Reply::from_result(f.result).with_controls(f.controls));
+                let size: usize = f.entries.iter().map(|(dn, a)| dn.len() + a.len() + 16).sum();
+                sink.buf().reserve(size);
                 for (dn, attrs) in &f.entries {
                     larch_proto::encode_search_result_entry(sink.buf(), message_id, dn.as_bytes(), attrs);
                     end.entries += 1;
