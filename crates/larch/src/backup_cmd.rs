@@ -97,7 +97,7 @@ pub fn restore_cmd(a: RestoreArgs) -> Result<(), String> {
         manifest, elapsed, ..
     } = restore(&FsStorage, &a.from, &data).map_err(|e| format!("restore refused: {e}"))?;
     println!(
-        "restored {} into {}: LSN {} (snapshot at {}), {} entries, {:.1} MB, {:.2} s; start it with `larch serve --data {}`",
+        "restored {} into {}: LSN {} (snapshot at {}), {} entries, {:.1} MB, {:.2} s; serve it with `server.data_dir = \"{}\"` in larch.toml",
         a.from.display(),
         data.display(),
         manifest.end_lsn,

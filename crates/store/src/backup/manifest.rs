@@ -339,6 +339,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\nfile wal/wal-0000000000000001.log 900 00000007\n"));
+        // The example of docs/formats.md, octet for octet.
+        assert!(text.ends_with("00000007\nchecksum a08bf9e2\n"), "{text}");
         assert_eq!(Manifest::parse(text.as_bytes()).unwrap(), m);
     }
 
