@@ -244,8 +244,11 @@ fn a_backup_taken_under_writes_restores_to_exactly_its_end_lsn() {
 /// the backup's log is known to hold them.
 #[derive(Default)]
 struct HookStorage {
-    hook: Mutex<Option<(PathBuf, Box<dyn FnOnce() + Send>)>>,
+    hook: Mutex<Option<Hook>>,
 }
+
+/// The directory a rename must go into, and what runs first.
+type Hook = (PathBuf, Box<dyn FnOnce() + Send>);
 
 impl Storage for HookStorage {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
