@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use larch_model::schema::Schema;
 
 use crate::backup::pin::LogPins;
-use crate::backup::take::{self, Source};
+use crate::backup::take::{self, Source, BACKUP_DUTY_CYCLE};
 use crate::backup::{check_target, BackupError, BackupOptions, BackupReport};
 use crate::error::StoreError;
 use crate::feed::{self, FeedError, FeedHub, FeedStart, FeedSubscription, LogSource};
@@ -583,8 +583,8 @@ impl Store {
     }
 
     /// Takes a backup into `to` while reads and writes go on ([`crate::backup`]): the
-    /// current version's snapshot written there (paced like a scheduled snapshot unless
-    /// [`BackupOptions::full_speed`]), the log after it up to the LSN durable once the
+    /// current version's snapshot written there (paced to [`BACKUP_DUTY_CYCLE`] of one core
+    /// unless [`BackupOptions::full_speed`]), the log after it up to the LSN durable once the
     /// snapshot is written, the manifest last. `to` must be absolute and missing or empty
     /// ([`BackupError::Target`] otherwise, with nothing written). The log from the
     /// snapshot's next LSN is pinned meanwhile, so the store's own snapshots do not remove
@@ -596,10 +596,14 @@ impl Store {
             let version = self.current();
             (version.lsn + 1, version)
         });
-        let pace = if options.full_speed {
-            Pace::AllCores
+        let write = if options.full_speed {
+            self.write_options(Pace::AllCores)
         } else {
-            Pace::Paced
+            WriteOptions {
+                threads: 1,
+                duty_cycle: BACKUP_DUTY_CYCLE.min(self.inner.duty_cycle),
+                ..WriteOptions::default()
+            }
         };
         let wal = Arc::clone(&self.inner.wal);
         let durable = move || wal.durable_lsn();
@@ -608,7 +612,7 @@ impl Store {
             wal_dir: &self.inner.wal_dir,
             version: &version,
             meta: snapshot_meta(&version),
-            write: self.write_options(pace),
+            write,
             durable_lsn: &durable,
             snapshot_lock: &self.inner.snapshot_lock,
         };

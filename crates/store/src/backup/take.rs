@@ -16,6 +16,14 @@ use crate::storage::Storage;
 use crate::version::Version;
 use crate::wal::{decode_header, decode_record, list_segments, segment_name, Lsn, SEGMENT_HEADER_LEN};
 
+/// Share of one core an online backup's snapshot may keep busy: half of the scheduled
+/// snapshots' [`crate::DEFAULT_SNAPSHOT_DUTY_CYCLE`]. A backup is asked for while the server
+/// serves, often under load; on the 2-core machine a search load saturating both cores kept
+/// 71% to 102% of its rate (median 76%) with 0.5 and a 1M-entry backup took 8 to 11 s
+/// (`docs/benchmarks.md`, "Online backup of 1M entries"); a quarter of a core halves that
+/// cost for about twice the time.
+pub const BACKUP_DUTY_CYCLE: f64 = 0.25;
+
 /// What the caller adds to a backup.
 #[derive(Debug, Clone, Default)]
 pub struct BackupOptions {
