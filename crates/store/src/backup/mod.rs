@@ -14,7 +14,7 @@
 //! 2. the log from *S*+1 on is pinned ([`pin`]): the store's own snapshots, which remove
 //!    the segments they cover, leave it alone until the backup ends;
 //! 3. the snapshot at *S* is written into `DIR/snapshots/` (temporary name, fsync, rename,
-//!    directory fsync, as every snapshot), paced like the scheduled ones;
+//!    directory fsync, as every snapshot), paced to [`take::BACKUP_DUTY_CYCLE`] of a core;
 //! 4. *E* is read: the log's durable LSN (at least *S*);
 //! 5. the segments holding *S*+1..*E* are copied into `DIR/wal/`, each cut after record *E*
 //!    and checked record by record as it is read ([`take`]);
