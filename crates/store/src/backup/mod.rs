@@ -22,7 +22,7 @@
 //!    `DIR/MANIFEST`, the directory fsynced. A backup without a manifest is incomplete and
 //!    restore refuses it.
 //!
-//! Restoring ([`restore`]) checks everything before it writes anything usable
+//! Restoring ([`mod@restore`]) checks everything before it writes anything usable
 //! ([`verify`]): the manifest's own checksum, every file's size and CRC32C, the snapshot's
 //! own checks, and every log record (checksums, an unbroken LSN sequence from *S*+1 to
 //! exactly *E*). Then it copies into an empty data directory, the log first and the
