@@ -4,8 +4,10 @@ a write load, `larch restore` into a new data directory, a second server on it.
 The write load is one client writing in sequence (each write waits for the one before), so
 the order of its writes is the order of their LSNs: a counter entry's description replaced
 with 1, 2, 3, ... and, every fourth step, an entry added. A backup restores the state of one
-LSN, so the restored subtree must equal the state after exactly some prefix of that
-sequence, one that holds at least every write acknowledged before `larch backup` started.
+LSN, so the restored subtree must equal the state after exactly the prefix of that
+sequence ending at the backup's end LSN (the LSN before the sequence is read from a backup
+taken before it), one that holds at least every write acknowledged before `larch backup`
+started.
 
 Also: a bind that is not the administrator's is refused (insufficientAccessRights), a
 wrong password and a directory that is not empty make `larch backup` exit 1 with one line;
@@ -163,6 +165,10 @@ def test_backup_under_writes_restores_exactly_a_prefix(pytestconfig, workdir):
     root, servers = workdir
     live = new_server(pytestconfig, root, "live", servers)
     setup_subtree(live)
+    # A backup before the load: its end LSN is the LSN the write sequence starts after.
+    p = backup(pytestconfig, live, root / "before")
+    assert p.returncode == 0, p.stderr
+    base_lsn = int(SUMMARY.match(p.stdout).group(2))
     writer = Writer(live)
     writer.start()
     while writer.acked < WRITES_BEFORE and writer.error is None:
@@ -190,10 +196,10 @@ def test_backup_under_writes_restores_exactly_a_prefix(pytestconfig, workdir):
     servers.append(again)
     again.start()
     found = read_state(again)
+    # Each write changes the state, so at most one prefix matches: the one of the end LSN.
     prefixes = [k for k in range(sent + 1) if state_after(k) == found]
-    assert prefixes, f"the restored state {found} is no prefix of the write sequence"
-    assert prefixes[-1] >= acked_before, (prefixes, acked_before)
-    assert prefixes[0] <= sent
+    assert prefixes == [int(m.group(2)) - base_lsn], (found, prefixes, m.group(0), base_lsn)
+    assert prefixes[0] >= acked_before, (prefixes, acked_before)
     assert again.stop() == 0
 
     # A damaged copy is refused, naming the file; nothing is written.
