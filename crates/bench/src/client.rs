@@ -50,19 +50,19 @@ use std::time::{Duration, Instant};
 use larch_proto::frame::{frame, Frame};
 use larch_proto::limits::DEFAULT_MAX_PDU_BYTES;
 use larch_proto::{
-    exop, AddRequest, Authentication, BindRequest, Change, DelRequest, DerefAliases, ExtendedRequest,
-    LdapMessage, MessageId, ModifyOperation, ModifyRequest, OwnedFilter, PartialAttribute, ProtocolOp,
-    ResultCode, SearchRequest, SearchScope, SeqOf,
+    AddRequest, Authentication, BindRequest, Change, DelRequest, DerefAliases, LdapMessage, MessageId,
+    ModifyOperation, ModifyRequest, OwnedFilter, PartialAttribute, ProtocolOp, ResultCode, SearchRequest,
+    SearchScope, SeqOf,
 };
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
+use tokio::io::{AsyncRead, AsyncWrite, Interest};
 use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
 
 use crate::cpu::{self, CpuTimes};
 use crate::gen::{GenConfig, Generator};
 use crate::password::PasswordScheme;
 use crate::report::{HandshakeCounts, OpKind, Report, RunShape, Stats, TlsSession};
 use crate::rng::{mix64, Rng};
+use crate::simple::{tls_open, SimpleConn};
 use crate::template::{FilterTemplate, ValueFile};
 use crate::tls::{count_handshake, ConnIo, TlsIo, TlsOptions, TlsSetup, Transport};
 use crate::url::LdapUrl;
@@ -707,21 +707,6 @@ async fn setup_bind<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Turns a connected socket into a TLS stream: StartTLS first when that is the transport
-/// (message ID 1), then the handshake.
-async fn tls_open(url: &LdapUrl, tls: &TlsSetup, stream: TcpStream) -> Result<TlsStream<TcpStream>, String> {
-    let stream = if tls.transport == Transport::StartTls {
-        let mut c = SimpleConn::new(stream);
-        c.start_tls(1, url).await?;
-        c.stream
-    } else {
-        stream
-    };
-    tls.handshake(stream).await.map_err(|e| {
-        format!("TLS handshake with {url} failed: {e} (check --ca-file, --tls-server-name, --tls-version)")
-    })
-}
-
 /// The TLS probe before a run: open a connection the way the run will, search the root DSE
 /// (base scope, `(objectClass=*)`, no attributes; any result code will do) so that the
 /// server's session tickets, sent after the handshake, are read into the session cache,
@@ -1361,167 +1346,6 @@ async fn pipelined_connection<S: ConnIo>(ctx: Rc<Ctx>, conn_index: usize, mut st
         let id = state.id();
         LdapMessage::new(id, ProtocolOp::UnbindRequest).encode(&mut out);
         stream.close(&out);
-    }
-}
-
-/// A connection used one request at a time (set-up binds, StartTLS, auth on new
-/// connections), over a plain socket or a tokio-rustls stream.
-struct SimpleConn<S> {
-    stream: S,
-    rbuf: Vec<u8>,
-    lo: usize,
-    hi: usize,
-    wbuf: Vec<u8>,
-}
-
-/// What a simple exchange ended with.
-#[derive(Debug)]
-enum SimpleError {
-    Io(std::io::Error),
-    Closed,
-    Decode,
-}
-
-impl std::fmt::Display for SimpleError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SimpleError::Io(e) => write!(f, "{e}"),
-            SimpleError::Closed => f.write_str("connection closed by the server"),
-            SimpleError::Decode => f.write_str("undecodable response"),
-        }
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> SimpleConn<S> {
-    fn new(stream: S) -> Self {
-        SimpleConn {
-            stream,
-            rbuf: vec![0; 16 * 1024],
-            lo: 0,
-            hi: 0,
-            wbuf: Vec::with_capacity(512),
-        }
-    }
-
-    async fn send(&mut self) -> Result<(), SimpleError> {
-        self.stream.write_all(&self.wbuf).await.map_err(SimpleError::Io)?;
-        self.wbuf.clear();
-        Ok(())
-    }
-
-    /// Reads messages, giving each to `f`, until `f` returns a value.
-    async fn read_until<T>(
-        &mut self,
-        mut f: impl FnMut(&LdapMessage<'_>) -> Option<T>,
-    ) -> Result<T, SimpleError> {
-        loop {
-            while let Ok(Frame::Complete(n)) = frame(&self.rbuf[self.lo..self.hi], MAX_RESPONSE_BYTES) {
-                let msg =
-                    LdapMessage::decode(&self.rbuf[self.lo..self.lo + n]).map_err(|_| SimpleError::Decode)?;
-                self.lo += n;
-                if let Some(t) = f(&msg) {
-                    return Ok(t);
-                }
-            }
-            match frame(&self.rbuf[self.lo..self.hi], MAX_RESPONSE_BYTES) {
-                Err(_) => return Err(SimpleError::Decode),
-                Ok(Frame::Incomplete { total }) => {
-                    self.rbuf.copy_within(self.lo..self.hi, 0);
-                    self.hi -= self.lo;
-                    self.lo = 0;
-                    let want = total.unwrap_or(0).max(self.hi + 4096);
-                    if want > self.rbuf.len() {
-                        self.rbuf.resize(want.next_power_of_two(), 0);
-                    }
-                }
-                Ok(Frame::Complete(_)) => unreachable!("complete frames are consumed above"),
-            }
-            let n = self
-                .stream
-                .read(&mut self.rbuf[self.hi..])
-                .await
-                .map_err(SimpleError::Io)?;
-            if n == 0 {
-                return Err(SimpleError::Closed);
-            }
-            self.hi += n;
-        }
-    }
-
-    async fn bind(&mut self, id: MessageId, dn: &[u8], password: &[u8]) -> Result<ResultCode, SimpleError> {
-        let req = BindRequest {
-            version: 3,
-            name: dn,
-            authentication: Authentication::Simple(password),
-        };
-        LdapMessage::new(id, ProtocolOp::BindRequest(req)).encode(&mut self.wbuf);
-        self.send().await?;
-        self.read_until(|m| match m.op {
-            ProtocolOp::BindResponse(b) if m.message_id == id => Some(b.result.code),
-            _ => None,
-        })
-        .await
-    }
-}
-
-impl SimpleConn<TcpStream> {
-    /// StartTLS (RFC 4511 section 4.14): sends the request and checks the response. A
-    /// refusal names the result code and the server's diagnostic message; octets after the
-    /// response (the server must send none before the handshake) are refused too.
-    async fn start_tls(&mut self, id: MessageId, url: &LdapUrl) -> Result<(), String> {
-        let req = ExtendedRequest {
-            name: exop::START_TLS.as_bytes(),
-            value: None,
-        };
-        LdapMessage::new(id, ProtocolOp::ExtendedRequest(req)).encode(&mut self.wbuf);
-        let fail = |e: SimpleError| format!("StartTLS to {url}: {e}");
-        self.send().await.map_err(fail)?;
-        let answer = self
-            .read_until(|m| match m.op {
-                ProtocolOp::ExtendedResponse(r) if m.message_id == id || m.message_id == 0 => Some((
-                    m.message_id,
-                    r.result.code,
-                    String::from_utf8_lossy(r.result.diagnostic_message).into_owned(),
-                )),
-                _ => None,
-            })
-            .await
-            .map_err(fail)?;
-        match answer {
-            (0, code, diag) => Err(format!(
-                "StartTLS to {url}: the server disconnected ({code}: {})",
-                if diag.is_empty() {
-                    "no diagnostic message"
-                } else {
-                    &diag
-                }
-            )),
-            (_, ResultCode::SUCCESS, _) if self.lo != self.hi => Err(format!(
-                "StartTLS to {url}: the server sent data after its response, before the TLS handshake"
-            )),
-            (_, ResultCode::SUCCESS, _) => Ok(()),
-            (_, code, diag) => Err(format!(
-                "StartTLS refused by {url}: {code}{}",
-                if diag.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {diag}")
-                }
-            )),
-        }
-    }
-}
-
-impl SimpleConn<TlsStream<TcpStream>> {
-    /// Polite end of a TLS connection: UnbindRequest `id` and close_notify, sent with one
-    /// flush; errors are ignored (the connection is closed right after).
-    async fn close_tls(&mut self, id: MessageId) {
-        LdapMessage::new(id, ProtocolOp::UnbindRequest).encode(&mut self.wbuf);
-        let tls = self.stream.get_mut().1;
-        let _ = std::io::Write::write_all(&mut tls.writer(), &self.wbuf);
-        tls.send_close_notify();
-        self.wbuf.clear();
-        let _ = self.stream.flush().await;
     }
 }
 

@@ -36,6 +36,7 @@ pub mod password;
 pub mod report;
 pub mod rng;
 pub mod sessions;
+pub mod simple;
 pub mod source;
 pub mod sweep;
 pub mod template;

@@ -1,7 +1,7 @@
 //! The `larch` binary. Subcommands that exist: `gen` (benchmark data) and `bench` (the load
 //! client), both from `larch-bench`; `import`, `export`, `verify` and `snapshot` on a data
-//! directory of `larch-store` (see [`store_cmd`]); `serve`, the directory server (see
-//! [`serve_cmd`]). `passwd` does not exist yet.
+//! directory of `larch-store` (see [`store_cmd`]); `backup` and `restore` (see
+//! [`backup_cmd`]); `serve`, the directory server (see [`serve_cmd`]). `passwd` does not exist yet.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,6 +18,7 @@ use larch_bench::{
 use larch_proto::SearchScope;
 
 mod alloc;
+mod backup_cmd;
 mod error_log;
 mod serve_cmd;
 mod store_cmd;
@@ -50,6 +51,10 @@ enum Command {
     Verify(VerifyArgs),
     /// Write a snapshot of a data directory (compacting its log).
     Snapshot(SnapshotArgs),
+    /// Back up a running server (it writes DIR on its own host) or a stopped data directory.
+    Backup(backup_cmd::BackupArgs),
+    /// Check a backup, then restore it into an empty data directory.
+    Restore(backup_cmd::RestoreArgs),
 }
 
 /// `larch gen`.
@@ -291,6 +296,8 @@ fn main() -> ExitCode {
         Some(Command::Export(args)) => report(store_cmd::export(args)),
         Some(Command::Verify(args)) => report(store_cmd::verify(args)),
         Some(Command::Snapshot(args)) => report(store_cmd::snapshot(args)),
+        Some(Command::Backup(args)) => report(backup_cmd::backup(args)),
+        Some(Command::Restore(args)) => report(backup_cmd::restore_cmd(args)),
     }
 }
 

@@ -244,7 +244,7 @@ fn progress_bar(size: Option<u64>) -> ProgressBar {
 
 /// Opens the store in `dir`, which must exist (opening would otherwise create an empty
 /// one, and an empty export or verification of a mistyped path helps nobody).
-fn open(dir: &Path, threads: usize) -> Result<(Store, OpenReport), String> {
+pub(crate) fn open(dir: &Path, threads: usize) -> Result<(Store, OpenReport), String> {
     if !dir.is_dir() {
         return Err(format!(
             "{} is not a data directory (it does not exist)",

@@ -913,6 +913,28 @@ fn extended_operation_values() {
     assert_eq!(WhoAmIResponse::decode_value(None).unwrap().authz_id, b"");
     // A value with no value is not a cancel.
     assert!(CancelRequest::decode_value(None).is_err());
+    // Larch's backup: the request's exact octets, the response round trip, bad values.
+    exop_round_trip!(BackupRequest BackupRequest { directory: b"/var/backups/larch" });
+    let mut v = Vec::new();
+    BackupRequest { directory: b"/b" }.encode_value(&mut v);
+    assert_eq!(v, [0x30, 0x04, 0x80, 0x02, b'/', b'b']);
+    assert!(BackupRequest::decode_value(None).is_err());
+    assert!(BackupRequest::decode_value(Some(&[0x30, 0x00])).is_err());
+    let done = BackupResponse {
+        snapshot_lsn: 1_000_000,
+        end_lsn: 1_000_042,
+        entries: 1_000_002,
+        octets: 512 << 20,
+        milliseconds: 4_321,
+    };
+    let mut v = Vec::new();
+    assert!(done.encode_value(&mut v));
+    assert_eq!(BackupResponse::decode_value(Some(&v)).unwrap(), done);
+    // A negative count is refused.
+    assert!(BackupResponse::decode_value(Some(&[
+        0x30, 0x0f, 0x80, 0x01, 0xff, 0x81, 0x01, 0, 0x82, 0x01, 0, 0x83, 0x01, 0, 0x84, 0x01, 0
+    ]))
+    .is_err());
     // Password Modify with no request value at all is valid (RFC 3062).
     assert_eq!(
         PasswordModifyRequest::decode_value(None).unwrap(),

@@ -17,7 +17,9 @@
 //! - [`stats`]: commits and snapshots counted for monitoring;
 //! - its [`health`]: whether it accepts writes (a failed log stops them for good until it is
 //!   reopened) and how snapshots fare, readable at any time and reported as events;
-//! - LDIF ([`ldif`]) reading and writing, offline import and export.
+//! - LDIF ([`ldif`]) reading and writing, offline import and export;
+//! - online backup and restore ([`backup`]): a snapshot written from an old version plus
+//!   the log after it, checked as a whole before it is restored.
 //!
 //! What it is not: it knows nothing of sockets, LDAP sessions, access control or operational
 //! attributes; the server checks entries against the schema and computes their final
@@ -27,6 +29,8 @@
 // Under `--cfg loom` only the version cell and its `sync` shim are built: the loom model
 // test exercises them alone, with loom's `Arc`, `Mutex` and atomics.
 
+#[cfg(not(loom))]
+pub mod backup;
 #[cfg(not(loom))]
 pub mod error;
 #[cfg(not(loom))]
@@ -70,6 +74,8 @@ pub mod wal;
 #[cfg(not(loom))]
 pub mod writer;
 
+#[cfg(not(loom))]
+pub use backup::{BackupError, BackupOptions, BackupReport};
 #[cfg(not(loom))]
 pub use error::StoreError;
 #[cfg(not(loom))]

@@ -30,6 +30,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use larch_model::schema::Schema;
 
+use crate::backup::pin::LogPins;
+use crate::backup::take::{self, Source, BACKUP_DUTY_CYCLE};
+use crate::backup::{check_target, BackupError, BackupOptions, BackupReport};
 use crate::error::StoreError;
 use crate::feed::{self, FeedError, FeedHub, FeedStart, FeedSubscription, LogSource};
 use crate::health::{EventSink, Health, StoreHealth, WriteHalt};
@@ -200,6 +203,8 @@ struct Inner {
     health: Arc<Health>,
     /// Commits and snapshots, for monitoring ([`crate::stats`]).
     stats: Arc<StoreStats>,
+    /// The log a backup still copies ([`crate::backup::pin`]).
+    pins: Arc<LogPins>,
 }
 
 /// The in-memory directory database. Cheap to clone (a reference).
@@ -355,6 +360,7 @@ impl Store {
                 timer: Mutex::new(None),
                 health,
                 stats,
+                pins: Arc::new(LogPins::default()),
             }),
         };
         let at_open = due_at_open(report.replayed, options.snapshot_after_records);
@@ -584,38 +590,73 @@ impl Store {
         if existing.first().is_some_and(|(lsn, _)| *lsn == version.lsn) {
             return Ok(None);
         }
-        let meta = SnapshotMeta {
-            lsn: version.lsn,
-            next_id: version.next_id,
-            entry_count: version.len() as u64,
-            created_unix_secs: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            extra: encode_dictionary(version.schema()),
-        };
+        let info = snapshot::write_snapshot_with(
+            storage,
+            dir,
+            &snapshot_meta(&version),
+            version.entries.iter().map(|(id, r)| (id, r.as_bytes())),
+            &self.write_options(pace),
+        )?;
+        snapshot::remove_stale(storage, dir, KEEP_SNAPSHOTS)?;
+        let kept = snapshot::list_snapshots(storage, dir)?;
+        if let Some((oldest, _)) = kept.last() {
+            // A backup copying the log keeps what it still needs.
+            self.inner
+                .pins
+                .remove_below(oldest + 1, |bound| self.inner.wal.remove_segments_before(bound))?;
+        }
+        Ok(Some(info))
+    }
+
+    /// How a snapshot at `pace` is written.
+    fn write_options(&self, pace: Pace) -> WriteOptions {
         let (threads, duty_cycle) = match pace {
             Pace::Paced => (1, self.inner.duty_cycle),
             Pace::OneCore => (1, 1.0),
             Pace::AllCores => (self.inner.threads, 1.0),
         };
-        let write = WriteOptions {
+        WriteOptions {
             threads,
             duty_cycle,
             ..WriteOptions::default()
-        };
-        let info = snapshot::write_snapshot_with(
-            storage,
-            dir,
-            &meta,
-            version.entries.iter().map(|(id, r)| (id, r.as_bytes())),
-            &write,
-        )?;
-        snapshot::remove_stale(storage, dir, KEEP_SNAPSHOTS)?;
-        let kept = snapshot::list_snapshots(storage, dir)?;
-        if let Some((oldest, _)) = kept.last() {
-            self.inner.wal.remove_segments_before(oldest + 1)?;
         }
-        Ok(Some(info))
+    }
+
+    /// Takes a backup into `to` while reads and writes go on ([`crate::backup`]): the
+    /// current version's snapshot written there (paced to [`BACKUP_DUTY_CYCLE`] of one core
+    /// unless [`BackupOptions::full_speed`]), the log after it up to the LSN durable once the
+    /// snapshot is written, the manifest last. `to` must be absolute and missing or empty
+    /// ([`BackupError::Target`] otherwise, with nothing written). The log from the
+    /// snapshot's next LSN is pinned meanwhile, so the store's own snapshots do not remove
+    /// it; one snapshot is written at a time, so a scheduled one waits for the backup's
+    /// (but not for its copy of the log).
+    pub fn backup(&self, to: &Path, options: &BackupOptions) -> Result<BackupReport, BackupError> {
+        check_target(&*self.inner.storage, to, "backup directory")?;
+        let (_pin, version) = self.inner.pins.pin(|| {
+            let version = self.current();
+            (version.lsn + 1, version)
+        });
+        let write = if options.full_speed {
+            self.write_options(Pace::AllCores)
+        } else {
+            WriteOptions {
+                threads: 1,
+                duty_cycle: BACKUP_DUTY_CYCLE.min(self.inner.duty_cycle),
+                ..WriteOptions::default()
+            }
+        };
+        let wal = Arc::clone(&self.inner.wal);
+        let durable = move || wal.durable_lsn();
+        let source = Source {
+            storage: &*self.inner.storage,
+            wal_dir: &self.inner.wal_dir,
+            version: &version,
+            meta: snapshot_meta(&version),
+            write,
+            durable_lsn: &durable,
+            snapshot_lock: &self.inner.snapshot_lock,
+        };
+        take::take(&source, to, options)
     }
 
     /// Stops the writer (queued jobs finish first), writes a snapshot when `snapshot` is
@@ -642,6 +683,19 @@ impl Store {
             None => e.into(),
         })?;
         Ok(())
+    }
+}
+
+/// The header of a snapshot of `version`, created now.
+fn snapshot_meta(version: &Version) -> SnapshotMeta {
+    SnapshotMeta {
+        lsn: version.lsn,
+        next_id: version.next_id,
+        entry_count: version.len() as u64,
+        created_unix_secs: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        extra: encode_dictionary(version.schema()),
     }
 }
 

@@ -13,11 +13,13 @@
 //! assert_eq!(PasswordModifyRequest::decode_value(back.value).unwrap(), pm);
 //! ```
 
+mod backup;
 mod cancel;
 mod notice;
 mod password_modify;
 mod whoami;
 
+pub use backup::{BackupRequest, BackupResponse};
 pub use cancel::CancelRequest;
 pub use notice::{notice_of_disconnection, notice_with_code};
 pub use password_modify::{PasswordModifyRequest, PasswordModifyResponse};
@@ -34,6 +36,14 @@ pub const WHO_AM_I: &str = "1.3.6.1.4.1.4203.1.11.3";
 pub const PASSWORD_MODIFY: &str = "1.3.6.1.4.1.4203.1.11.1";
 /// Cancel (RFC 3909).
 pub const CANCEL: &str = "1.3.6.1.1.8";
+/// Larch's arc for its own object identifiers: `2.25.<UUID>`, an OID derived from a UUID
+/// (ITU-T X.667, RFC 4122 section 1), which needs no registration and cannot collide with
+/// anyone else's.
+pub const LARCH_ARC: &str = "2.25.268705614682925665270291760309126455850";
+/// Larch's online backup (`LARCH_ARC`.1.1): the server writes a backup of its directory
+/// into a directory on its own host; the administrator's only. Value: [`BackupRequest`],
+/// [`BackupResponse`].
+pub const BACKUP: &str = "2.25.268705614682925665270291760309126455850.1.1";
 /// Notice of Disconnection (RFC 4511 section 4.4.1), an unsolicited notification.
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
 

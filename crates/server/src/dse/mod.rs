@@ -24,12 +24,13 @@ use larch_proto::SeqOf;
 use crate::select::{write_partial_attribute, Selection};
 
 /// The extended operations the server implements, as the root DSE publishes them
-/// (`supportedExtension`): Who am I? (RFC 4532), Cancel (RFC 3909) and Password Modify
-/// (RFC 3062).
+/// (`supportedExtension`): Who am I? (RFC 4532), Cancel (RFC 3909), Password Modify
+/// (RFC 3062) and Larch's online backup (`docs/backup.md`).
 pub const SUPPORTED_EXTENSIONS: &[&str] = &[
     "1.3.6.1.4.1.4203.1.11.3",
     "1.3.6.1.1.8",
     "1.3.6.1.4.1.4203.1.11.1",
+    larch_proto::exop::BACKUP,
 ];
 
 /// The features the root DSE publishes (`supportedFeatures`): all operational attributes

@@ -147,6 +147,9 @@ impl Session {
             ProtocolOp::ExtendedRequest(req) if req.name == exop::PASSWORD_MODIFY.as_bytes() => {
                 self.password_modify(trace, req, msg.controls, pdu, out).await
             }
+            ProtocolOp::ExtendedRequest(req) if req.name == exop::BACKUP.as_bytes() => {
+                self.backup(trace, req, msg.controls, pdu, out)
+            }
             ProtocolOp::ExtendedRequest(req) => self.extended(trace, req, msg.controls, pdu, out),
             other => {
                 let why = format!("message {id}: a client may not send a {}", other.name());
@@ -502,7 +505,7 @@ impl Session {
 
     /// Extended operations: WhoAmI, Cancel, StartTLS (`starttls.rs`); any other OID is a
     /// `protocolError` naming it. (Password Modify is dispatched to `password_modify`,
-    /// which is asynchronous.)
+    /// which is asynchronous, and Larch's backup to `backup`, which ends on its own task.)
     fn extended(
         &mut self,
         trace: OpTrace,

@@ -33,6 +33,7 @@
 //! writer task, and once it has sent everything and handed the socket back, the session
 //! writes the Notice and closes.
 
+mod backup;
 mod bind;
 mod complete;
 mod dispatch;

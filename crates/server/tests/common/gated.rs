@@ -96,6 +96,9 @@ impl Storage for GatedStorage {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         FsStorage.list(dir)
     }
+    fn dir_state(&self, dir: &Path) -> io::Result<larch_store::storage::DirState> {
+        FsStorage.dir_state(dir)
+    }
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         FsStorage.create_dir_all(dir)
     }

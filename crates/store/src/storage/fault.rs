@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::{AppendFile, Storage};
+use super::{AppendFile, DirState, Storage};
 
 /// What a [`FaultStorage`] injects.
 #[derive(Debug, Clone, Default)]
@@ -345,6 +345,22 @@ impl Storage for FaultStorage {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    fn dir_state(&self, dir: &Path) -> io::Result<DirState> {
+        let s = self.lock();
+        if s.names.contains_key(dir) {
+            return Ok(DirState::NotADirectory);
+        }
+        if !s.dirs.contains(dir) {
+            return Ok(DirState::Missing);
+        }
+        let below = |p: &PathBuf| p.parent() == Some(dir);
+        Ok(if s.names.keys().any(below) || s.dirs.iter().any(below) {
+            DirState::NotEmpty
+        } else {
+            DirState::Empty
+        })
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {

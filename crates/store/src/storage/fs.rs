@@ -4,7 +4,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::{AppendFile, Storage};
+use super::{AppendFile, DirState, Storage};
 
 /// The real filesystem. `sync` is `File::sync_all` (fsync); `sync_dir` opens the directory
 /// and fsyncs it on Unix, and does nothing elsewhere (Windows cannot open a directory as a
@@ -32,6 +32,25 @@ impl Storage for FsStorage {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path)
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn io::Read + Send>> {
+        Ok(Box::new(File::open(path)?))
+    }
+
+    fn dir_state(&self, dir: &Path) -> io::Result<DirState> {
+        match fs::metadata(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(DirState::Missing),
+            Err(e) => Err(e),
+            Ok(m) if !m.is_dir() => Ok(DirState::NotADirectory),
+            Ok(_) => Ok(match fs::read_dir(dir)?.next() {
+                None => DirState::Empty,
+                Some(entry) => {
+                    entry?;
+                    DirState::NotEmpty
+                }
+            }),
+        }
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

@@ -21,6 +21,19 @@ use std::path::Path;
 pub use fault::{FaultConfig, FaultStorage};
 pub use fs::FsStorage;
 
+/// What a path names, as [`Storage::dir_state`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirState {
+    /// Nothing of that name.
+    Missing,
+    /// A directory holding nothing (no file, no subdirectory).
+    Empty,
+    /// A directory holding something.
+    NotEmpty,
+    /// A file or anything else that is not a directory.
+    NotADirectory,
+}
+
 /// A file opened for appending.
 pub trait AppendFile: Send {
     /// Appends up to `buf.len()` octets at the end of the file and returns how many were
@@ -58,6 +71,17 @@ pub trait Storage: Send + Sync {
 
     /// Reads the whole current content of `path` (durable or not).
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// Opens `path` for reading in pieces from its start (a file too large to hold in
+    /// memory twice, as a backup copies a snapshot). By default the whole file is read at
+    /// once; the real filesystem streams it.
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn io::Read + Send>> {
+        Ok(Box::new(io::Cursor::new(self.read(path)?)))
+    }
+
+    /// Whether `dir` is missing, an empty directory, a directory holding something (files
+    /// or subdirectories, which [`Storage::list`] does not name), or not a directory.
+    fn dir_state(&self, dir: &Path) -> io::Result<DirState>;
 
     /// The names (not paths) of the regular files directly in `dir`, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;

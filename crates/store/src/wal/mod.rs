@@ -48,6 +48,7 @@ pub use format::{
     Corruption, Frame, FORMAT_VERSION, MAGIC, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
     SEGMENT_SIZE_LIMIT,
 };
+pub(crate) use recovery::list_segments;
 pub use recovery::{oldest_segment_lsn, recover, Record, RecoveryReport, TailCut, WalReader};
 pub use writer::{FailureHook, SyncPolicy, Wal, WalOptions};
 
