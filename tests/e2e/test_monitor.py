@@ -253,3 +253,27 @@ def test_larch_store_results_and_binds_entries(monitored):
     result, _ = search_entries(mon, "cn=Nothing,cn=Store,cn=Monitor", scope=ldap3.BASE)
     assert result["result"] == 32
     assert result["dn"].lower() == "cn=store,cn=monitor"
+
+
+@pytest.mark.larch_only("larch status is Larch's command")
+def test_larch_status_summarizes_cn_monitor(monitored):
+    import subprocess
+    srv, _ = monitored
+    base = ["status", "-H", srv.url, "-D", srv.admin_dn]
+    p = subprocess.run([srv.larch_bin, *base, "-w", srv.admin_pw], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("Larch "), lines
+    assert any(l.startswith("connections: ") and " open, " in l for l in lines), lines
+    ops = [l for l in lines if l.startswith("operations: ")]
+    assert ops and "bind" in ops[0], lines
+    store = [l for l in lines if l.startswith("store: ")]
+    assert store and "writable" in store[0], lines
+    # A wrong password: exit 1 and one line naming the refusal.
+    p = subprocess.run([srv.larch_bin, *base, "-w", "wrong"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1
+    assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1 and "invalidCredentials" in p.stderr
+    # An account that may not read cn=Monitor: exit 1 and why.
+    anon = subprocess.run([srv.larch_bin, "status", "-H", srv.url, "-D", "", "-w", ""], capture_output=True,
+                          text=True, timeout=30)
+    assert anon.returncode == 1 and "cn=Monitor" in anon.stderr, anon.stderr

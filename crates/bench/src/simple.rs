@@ -1,10 +1,12 @@
 //! A connection used one request at a time, over a plain socket or TLS (`ldaps://` or
 //! StartTLS): the load client's set-up binds, StartTLS and auth on new connections, and the
-//! `larch` binary's administrative requests (`larch backup`), which need no pipelining.
+//! `larch` binary's administrative requests (`larch backup`, `larch status`), which need no
+//! pipelining.
 
 use larch_proto::frame::{frame, Frame};
 use larch_proto::{
-    exop, Authentication, BindRequest, ExtendedRequest, LdapMessage, MessageId, ProtocolOp, ResultCode,
+    exop, Authentication, BindRequest, DerefAliases, ExtendedRequest, LdapMessage, MessageId, OwnedFilter,
+    ProtocolOp, ResultCode, SearchRequest, SearchScope, SeqOf,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -141,6 +143,96 @@ impl<S: AsyncRead + AsyncWrite + Unpin> SimpleConn<S> {
             _ => None,
         })
         .await
+    }
+}
+
+/// One entry of a search's answer: its DN and attributes, values as text (lossy UTF-8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundEntry {
+    /// The DN.
+    pub dn: String,
+    /// The attributes, in the order received.
+    pub attributes: Vec<(String, Vec<String>)>,
+}
+
+impl FoundEntry {
+    /// The first value of attribute `name` (compared without regard to case).
+    pub fn first(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .and_then(|(_, v)| v.first())
+            .map(String::as_str)
+    }
+}
+
+/// What a search was answered with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchAnswer {
+    /// The entries.
+    pub entries: Vec<FoundEntry>,
+    /// The SearchResultDone's code.
+    pub code: ResultCode,
+    /// Its diagnostic message.
+    pub message: String,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> SimpleConn<S> {
+    /// Search `id` of `base` with `scope`, filter `filter` (RFC 4515 text) and attribute
+    /// list `attributes`; every entry until the SearchResultDone (references are skipped).
+    pub async fn search(
+        &mut self,
+        id: MessageId,
+        base: &str,
+        scope: SearchScope,
+        filter: &str,
+        attributes: &[&[u8]],
+    ) -> Result<SearchAnswer, String> {
+        let filter = OwnedFilter::parse(filter).map_err(|e| format!("filter {filter}: {e}"))?;
+        let req = SearchRequest {
+            base: base.as_bytes(),
+            scope,
+            deref_aliases: DerefAliases::Never,
+            size_limit: 0,
+            time_limit: 0,
+            types_only: false,
+            filter: filter.as_filter(),
+            attributes: SeqOf::from_items(attributes),
+        };
+        LdapMessage::new(id, ProtocolOp::SearchRequest(req)).encode(&mut self.wbuf);
+        self.send().await.map_err(|e| e.to_string())?;
+        let mut entries = Vec::new();
+        let done = self
+            .read_until(|m| {
+                if m.message_id != id {
+                    return None;
+                }
+                match &m.op {
+                    ProtocolOp::SearchResultEntry(e) => {
+                        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                        entries.push(FoundEntry {
+                            dn: lossy(e.object_name),
+                            attributes: e
+                                .attributes
+                                .iter()
+                                .map(|a| (lossy(a.description), a.values.iter().map(lossy).collect()))
+                                .collect(),
+                        });
+                        None
+                    }
+                    ProtocolOp::SearchResultDone(r) => {
+                        Some((r.code, String::from_utf8_lossy(r.diagnostic_message).into_owned()))
+                    }
+                    _ => None,
+                }
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(SearchAnswer {
+            entries,
+            code: done.0,
+            message: done.1,
+        })
     }
 }
 

@@ -15,17 +15,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use larch_bench::simple::{tls_open, SimpleConn};
-use larch_bench::tls::TlsSetup;
 use larch_bench::url::LdapUrl;
-use larch_bench::TlsOptions;
 use larch_proto::exop::{BackupRequest, BackupResponse, ExtendedValue, BACKUP};
 use larch_proto::ResultCode;
 use larch_store::backup::{restore, RestoreReport};
 use larch_store::storage::FsStorage;
 use larch_store::BackupOptions;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
+
+use crate::ldap_client::{runtime, Conn, Target};
 
 /// The software named in the manifest of an offline backup.
 const SOFTWARE: &str = concat!("larch ", env!("CARGO_PKG_VERSION"));
@@ -150,39 +147,18 @@ fn summary(to: &Path, end: u64, snapshot: u64, entries: u64, octets: u64, second
 
 /// The online form: bind as the administrator, send the backup request, wait.
 fn online(a: &BackupArgs) -> Result<(), String> {
-    let url = LdapUrl::parse(&a.url).map_err(|e| e.to_string())?;
-    let password = match (&a.password, &a.password_file) {
-        (Some(p), _) => p.clone(),
-        (None, Some(f)) => {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("-y {}: {e}", f.display()))?;
-            text.strip_suffix('\n').unwrap_or(&text).to_string()
-        }
-        (None, None) => return Err("a password is needed: -w PASSWORD or -y FILE".into()),
-    };
-    let dn = a.bind_dn.clone().unwrap_or_default();
-    let tls = TlsOptions {
+    let target = Target {
+        url: a.url.clone(),
+        bind_dn: a.bind_dn.clone().unwrap_or_default(),
+        password: a.password.clone(),
+        password_file: a.password_file.clone(),
         starttls: a.starttls,
         ca_file: a.ca_file.clone(),
-        ..TlsOptions::default()
     };
-    tls.transport(&url)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the client: {e}"))?;
     let started = Instant::now();
-    let answer = runtime.block_on(async {
-        let setup = TlsSetup::new(&tls, &url, 1)?;
-        let tcp = TcpStream::connect((url.host.as_str(), url.port))
-            .await
-            .map_err(|e| format!("cannot connect to {url}: {e}"))?;
-        match setup {
-            None => request(SimpleConn::new(tcp), &url, &dn, &password, &a.to).await,
-            Some(setup) => {
-                let stream = tls_open(&url, &setup, tcp).await?;
-                request(SimpleConn::new(stream), &url, &dn, &password, &a.to).await
-            }
-        }
+    let answer = runtime()?.block_on(async {
+        let (c, url) = target.connect().await?;
+        request(c, &url, &a.to).await
     })?;
     let done = BackupResponse::decode_value(answer.as_deref())
         .map_err(|e| format!("the server's answer to the backup does not decode: {e}"))?;
@@ -198,21 +174,8 @@ fn online(a: &BackupArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Bind, then the backup request; its response value.
-async fn request<S: AsyncRead + AsyncWrite + Unpin>(
-    mut c: SimpleConn<S>,
-    url: &LdapUrl,
-    dn: &str,
-    password: &str,
-    to: &Path,
-) -> Result<Option<Vec<u8>>, String> {
-    let code = c
-        .bind(1, dn.as_bytes(), password.as_bytes())
-        .await
-        .map_err(|e| format!("bind to {url}: {e}"))?;
-    if code != ResultCode::SUCCESS {
-        return Err(format!("bind as {dn} to {url} failed: {code}"));
-    }
+/// The backup request on a bound connection; its response value.
+async fn request(mut c: Conn, url: &LdapUrl, to: &Path) -> Result<Option<Vec<u8>>, String> {
     let dir = to
         .to_str()
         .ok_or_else(|| format!("{}: the path is not UTF-8", to.display()))?;
@@ -222,10 +185,10 @@ async fn request<S: AsyncRead + AsyncWrite + Unpin>(
     }
     .encode_value(&mut value);
     let answer = c
-        .extended(2, BACKUP, Some(&value))
+        .extended(3, BACKUP, Some(&value))
         .await
         .map_err(|e| format!("backup request to {url}: {e}"))?;
-    c.unbind(3).await;
+    c.unbind(4).await;
     if answer.code != ResultCode::SUCCESS {
         let message = if answer.message.is_empty() {
             String::new()

@@ -20,7 +20,9 @@ use larch_proto::SearchScope;
 mod alloc;
 mod backup_cmd;
 mod error_log;
+mod ldap_client;
 mod serve_cmd;
+mod status_cmd;
 mod store_cmd;
 
 use store_cmd::{ExportArgs, ImportArgs, SnapshotArgs, VerifyArgs};
@@ -55,6 +57,8 @@ enum Command {
     Backup(backup_cmd::BackupArgs),
     /// Check a backup, then restore it into an empty data directory.
     Restore(backup_cmd::RestoreArgs),
+    /// A running server's state in a few lines, read from its cn=Monitor.
+    Status(status_cmd::StatusArgs),
 }
 
 /// `larch gen`.
@@ -298,6 +302,7 @@ fn main() -> ExitCode {
         Some(Command::Snapshot(args)) => report(store_cmd::snapshot(args)),
         Some(Command::Backup(args)) => report(backup_cmd::backup(args)),
         Some(Command::Restore(args)) => report(backup_cmd::restore_cmd(args)),
+        Some(Command::Status(args)) => report(status_cmd::status(args)),
     }
 }
 
