@@ -187,7 +187,7 @@ impl<'a> Monitor<'a> {
             })
             .filter(|(_, n)| *n > 0)
             .collect();
-        kinds.sort_by(|a, b| b.1.cmp(&a.1));
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
         let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
         format!(
             "operations: {completed} completed, {} in progress ({})",
@@ -209,7 +209,7 @@ impl<'a> Monitor<'a> {
                 )
             })
             .collect();
-        codes.sort_by(|a, b| b.1.cmp(&a.1));
+        codes.sort_by_key(|c| std::cmp::Reverse(c.1));
         let list: Vec<String> = codes.iter().map(|(k, n)| format!("{k} {n}")).collect();
         format!(
             "results: {}",
