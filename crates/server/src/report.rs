@@ -113,7 +113,9 @@ impl ServerReport {
                 .map(|m| m.connections.views()),
             connection_limit: monitor.map_or(0, |m| m.connection_limit()),
             threads: ThreadReport {
-                workers: crate::workers::threads_for(dir.config.server.worker_threads),
+                // The runtime has as many workers as there are search threads (both are
+                // `workers::threads_for` of `server.worker_threads`).
+                workers: dir.search_workers.threads(),
                 search_threads: dir.search_workers.threads(),
                 search_queued: dir.search_workers.queued(),
                 blocking_max: crate::password::gate::blocking_threads(),
