@@ -1,7 +1,12 @@
 //! The `larch` binary. Subcommands that exist: `gen` (benchmark data) and `bench` (the load
 //! client), both from `larch-bench`; `import`, `export`, `verify` and `snapshot` on a data
 //! directory of `larch-store` (see [`store_cmd`]); `serve`, the directory server (see
-//! [`serve_cmd`]). `passwd` does not exist yet.
+//! [`serve_cmd`]); the administration commands `passwd` (a userPassword value, as
+//! slappasswd; [`passwd_cmd`]), `check-config` ([`check_config_cmd`]) and `schema check`
+//! ([`schema_cmd`]).
+//!
+//! Every command but `serve` ends the same way: exit status 0 on success, 1 with one line
+//! `larch <command>: <reason>` on standard error otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,8 +24,10 @@ use larch_proto::SearchScope;
 
 mod alloc;
 mod error_log;
+mod passwd_cmd;
 mod serve_cmd;
 mod store_cmd;
+mod tty;
 
 use store_cmd::{ExportArgs, ImportArgs, SnapshotArgs, VerifyArgs};
 
@@ -50,6 +57,8 @@ enum Command {
     Verify(VerifyArgs),
     /// Write a snapshot of a data directory (compacting its log).
     Snapshot(SnapshotArgs),
+    /// Hash a password into a userPassword value, as OpenLDAP's slappasswd.
+    Passwd(passwd_cmd::PasswdArgs),
 }
 
 /// `larch gen`.
@@ -285,20 +294,22 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Some(Command::Serve(args)) => serve_cmd::serve(args),
-        Some(Command::Gen(args)) => report(gen(args)),
-        Some(Command::Bench(args)) => report(bench(*args)),
-        Some(Command::Import(args)) => report(store_cmd::import(args)),
-        Some(Command::Export(args)) => report(store_cmd::export(args)),
-        Some(Command::Verify(args)) => report(store_cmd::verify(args)),
-        Some(Command::Snapshot(args)) => report(store_cmd::snapshot(args)),
+        Some(Command::Gen(args)) => report("gen", gen(args)),
+        Some(Command::Bench(args)) => report("bench", bench(*args)),
+        Some(Command::Import(args)) => report("import", store_cmd::import(args)),
+        Some(Command::Export(args)) => report("export", store_cmd::export(args)),
+        Some(Command::Verify(args)) => report("verify", store_cmd::verify(args)),
+        Some(Command::Snapshot(args)) => report("snapshot", store_cmd::snapshot(args)),
+        Some(Command::Passwd(args)) => report("passwd", passwd_cmd::passwd(args)),
     }
 }
 
-fn report(r: Result<(), String>) -> ExitCode {
+/// Exit status 0, or 1 after `larch <command>: <reason>` on standard error.
+fn report(command: &str, r: Result<(), String>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("larch: {e}");
+            eprintln!("larch {command}: {e}");
             ExitCode::FAILURE
         }
     }
