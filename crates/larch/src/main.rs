@@ -23,8 +23,10 @@ use larch_bench::{
 use larch_proto::SearchScope;
 
 mod alloc;
+mod check_config_cmd;
 mod error_log;
 mod passwd_cmd;
+mod schema_cmd;
 mod serve_cmd;
 mod store_cmd;
 mod tty;
@@ -59,6 +61,10 @@ enum Command {
     Snapshot(SnapshotArgs),
     /// Hash a password into a userPassword value, as OpenLDAP's slappasswd.
     Passwd(passwd_cmd::PasswdArgs),
+    /// Check a configuration file as `larch serve --config FILE` reads it: every error.
+    CheckConfig(check_config_cmd::CheckConfigArgs),
+    /// Schema files: `larch schema check FILE...`.
+    Schema(schema_cmd::SchemaArgs),
 }
 
 /// `larch gen`.
@@ -301,6 +307,8 @@ fn main() -> ExitCode {
         Some(Command::Verify(args)) => report("verify", store_cmd::verify(args)),
         Some(Command::Snapshot(args)) => report("snapshot", store_cmd::snapshot(args)),
         Some(Command::Passwd(args)) => report("passwd", passwd_cmd::passwd(args)),
+        Some(Command::CheckConfig(args)) => report("check-config", check_config_cmd::check_config(args)),
+        Some(Command::Schema(args)) => report("schema check", schema_cmd::schema(args)),
     }
 }
 
@@ -624,9 +632,13 @@ mod tests {
             Cli::try_parse_from(["larch", "import", "--data", "d"]).is_err(),
             "the file is required"
         );
-        assert!(
-            Cli::try_parse_from(["larch", "export"]).is_err(),
-            "--data is required"
+        let Some(Command::Export(e)) = Cli::try_parse_from(["larch", "export"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(
+            e.data,
+            PathBuf::from(larch_server::config::DEFAULT_DATA_DIR),
+            "serve's data directory by default"
         );
         let cli =
             Cli::try_parse_from(["larch", "export", "--data", "d", "--base", "dc=a", "-o", "x"]).unwrap();
