@@ -18,6 +18,10 @@
 //!    normalizes the suffixes and the admin DN through it, resolves the indexes against
 //!    it, compiles the access rules against it (`access`), and checks every limit's bounds.
 //!
+//! The steps find every error they can, not only the first ([`ServerConfig::check_with`],
+//! for `larch check-config`; `larch serve` reads through it and stops at the first): which
+//! errors are found together, and which wait for another to be mended, is said in `read`.
+//!
 //! Invariant: a [`ServerConfig`] returned by [`ServerConfig::from_toml_str`] or
 //! [`ServerConfig::load`] has passed [`ServerConfig::validate`]; [`ServerConfig::default`]
 //! passes it too (a test checks). The fields are public so that tools and tests can build
