@@ -31,23 +31,27 @@ pub struct CheckConfigArgs {
 /// `larch check-config`.
 pub fn check_config(a: CheckConfigArgs) -> Result<(), String> {
     let file = a.file.display();
-    let errors = match ServerConfig::check_with(&a.file, |_| {}) {
-        Ok(config) => start_checks(&config),
-        Err(errors) => errors.iter().map(ToString::to_string).collect(),
-    };
-    if !errors.is_empty() {
-        for e in &errors {
-            eprintln!("{e}");
+    let (config, errors) = match ServerConfig::check_with(&a.file, |_| {}) {
+        Ok(config) => {
+            let problems = start_checks(&config);
+            (Some(config), problems)
         }
-        let n = errors.len();
-        return Err(format!("{file}: {n} error{}", if n == 1 { "" } else { "s" }));
+        Err(errors) => (None, errors.iter().map(ToString::to_string).collect()),
+    };
+    match config {
+        Some(config) if errors.is_empty() => {
+            println!("{file}: ok");
+            println!("{}", summary(&config));
+            Ok(())
+        }
+        _ => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            let n = errors.len();
+            Err(format!("{file}: {n} error{}", if n == 1 { "" } else { "s" }))
+        }
     }
-    // Read again only for the summary: the first reading's value went to the checks.
-    let config =
-        ServerConfig::check_with(&a.file, |_| {}).map_err(|_| format!("{file}: changed while read"))?;
-    println!("{file}: ok");
-    println!("{}", summary(&config));
-    Ok(())
 }
 
 /// What `larch serve` reads after the configuration, before it opens the store: every

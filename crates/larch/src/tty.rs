@@ -15,13 +15,15 @@ use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
 pub fn read_hidden(prompt: &str) -> Result<Vec<u8>, String> {
     let stdin = std::io::stdin();
     let mut stderr = std::io::stderr();
-    let _ = stderr.write_all(prompt.as_bytes());
-    let _ = stderr.flush();
     let saved = tcgetattr(&stdin).map_err(|e| format!("cannot read the terminal's settings: {e}"))?;
     let mut quiet = saved.clone();
     quiet.local_modes.remove(LocalModes::ECHO);
-    tcsetattr(&stdin, OptionalActions::Flush, &quiet)
+    // Echo off before the prompt shows, and without discarding input: whatever is typed
+    // once the prompt is visible is neither shown nor lost.
+    tcsetattr(&stdin, OptionalActions::Now, &quiet)
         .map_err(|e| format!("cannot turn the terminal's echo off: {e}"))?;
+    let _ = stderr.write_all(prompt.as_bytes());
+    let _ = stderr.flush();
     let mut line = Vec::new();
     let read = std::io::Read::take(stdin.lock(), MAX_PASSWORD_BYTES as u64 + 2).read_until(b'\n', &mut line);
     let restored = tcsetattr(&stdin, OptionalActions::Now, &saved);
