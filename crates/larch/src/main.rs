@@ -1,7 +1,13 @@
 //! The `larch` binary. Subcommands that exist: `gen` (benchmark data) and `bench` (the load
 //! client), both from `larch-bench`; `import`, `export`, `verify` and `snapshot` on a data
 //! directory of `larch-store` (see [`store_cmd`]); `backup` and `restore` (see
-//! [`backup_cmd`]); `serve`, the directory server (see [`serve_cmd`]). `passwd` does not exist yet.
+//! [`backup_cmd`]); `serve`, the directory server (see [`serve_cmd`]); the administration
+//! commands `passwd` (a userPassword value, as slappasswd; [`passwd_cmd`]), `check-config`
+//! ([`check_config_cmd`]), `schema check` ([`schema_cmd`]) and `status` (a running server's
+//! cn=Monitor in a few lines; [`status_cmd`]).
+//!
+//! Every command but `serve` ends the same way: exit status 0 on success, 1 with one line
+//! `larch <command>: <reason>` on standard error otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,11 +25,15 @@ use larch_proto::SearchScope;
 
 mod alloc;
 mod backup_cmd;
+mod check_config_cmd;
 mod error_log;
 mod ldap_client;
+mod passwd_cmd;
+mod schema_cmd;
 mod serve_cmd;
 mod status_cmd;
 mod store_cmd;
+mod tty;
 
 use store_cmd::{ExportArgs, ImportArgs, SnapshotArgs, VerifyArgs};
 
@@ -59,6 +69,12 @@ enum Command {
     Restore(backup_cmd::RestoreArgs),
     /// A running server's state in a few lines, read from its cn=Monitor.
     Status(status_cmd::StatusArgs),
+    /// Hash a password into a userPassword value, as OpenLDAP's slappasswd.
+    Passwd(passwd_cmd::PasswdArgs),
+    /// Check a configuration file as `larch serve --config FILE` reads it: every error.
+    CheckConfig(check_config_cmd::CheckConfigArgs),
+    /// Schema files: `larch schema check FILE...`.
+    Schema(schema_cmd::SchemaArgs),
 }
 
 /// `larch gen`.
@@ -294,23 +310,27 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Some(Command::Serve(args)) => serve_cmd::serve(args),
-        Some(Command::Gen(args)) => report(gen(args)),
-        Some(Command::Bench(args)) => report(bench(*args)),
-        Some(Command::Import(args)) => report(store_cmd::import(args)),
-        Some(Command::Export(args)) => report(store_cmd::export(args)),
-        Some(Command::Verify(args)) => report(store_cmd::verify(args)),
-        Some(Command::Snapshot(args)) => report(store_cmd::snapshot(args)),
-        Some(Command::Backup(args)) => report(backup_cmd::backup(args)),
-        Some(Command::Restore(args)) => report(backup_cmd::restore_cmd(args)),
-        Some(Command::Status(args)) => report(status_cmd::status(args)),
+        Some(Command::Gen(args)) => report("gen", gen(args)),
+        Some(Command::Bench(args)) => report("bench", bench(*args)),
+        Some(Command::Import(args)) => report("import", store_cmd::import(args)),
+        Some(Command::Export(args)) => report("export", store_cmd::export(args)),
+        Some(Command::Verify(args)) => report("verify", store_cmd::verify(args)),
+        Some(Command::Snapshot(args)) => report("snapshot", store_cmd::snapshot(args)),
+        Some(Command::Passwd(args)) => report("passwd", passwd_cmd::passwd(args)),
+        Some(Command::CheckConfig(args)) => report("check-config", check_config_cmd::check_config(args)),
+        Some(Command::Schema(args)) => report("schema check", schema_cmd::schema(args)),
+        Some(Command::Backup(args)) => report("backup", backup_cmd::backup(args)),
+        Some(Command::Restore(args)) => report("restore", backup_cmd::restore_cmd(args)),
+        Some(Command::Status(args)) => report("status", status_cmd::status(args)),
     }
 }
 
-fn report(r: Result<(), String>) -> ExitCode {
+/// Exit status 0, or 1 after `larch <command>: <reason>` on standard error.
+fn report(command: &str, r: Result<(), String>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("larch: {e}");
+            eprintln!("larch {command}: {e}");
             ExitCode::FAILURE
         }
     }
@@ -625,9 +645,13 @@ mod tests {
             Cli::try_parse_from(["larch", "import", "--data", "d"]).is_err(),
             "the file is required"
         );
-        assert!(
-            Cli::try_parse_from(["larch", "export"]).is_err(),
-            "--data is required"
+        let Some(Command::Export(e)) = Cli::try_parse_from(["larch", "export"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(
+            e.data,
+            PathBuf::from(larch_server::config::DEFAULT_DATA_DIR),
+            "serve's data directory by default"
         );
         let cli =
             Cli::try_parse_from(["larch", "export", "--data", "d", "--base", "dc=a", "-o", "x"]).unwrap();

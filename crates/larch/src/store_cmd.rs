@@ -11,6 +11,9 @@
 //!   loaded version;
 //! - `snapshot` opens a data directory and writes a snapshot of it (compacting the log).
 //!
+//! Each takes `--data DIR`, by default `larch serve`'s own without a configuration file
+//! (`larch_server::config::DEFAULT_DATA_DIR`, `./larch-data`): one constant for all.
+//!
 //! None of them runs while a server has the directory open: they open it themselves.
 //! Every command that opens a store closes it without writing a snapshot, so `export` and
 //! `verify` leave the snapshots as they found them (opening may still cut a torn log tail
@@ -26,6 +29,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
+use larch_server::config::DEFAULT_DATA_DIR;
 use larch_server::directory::SERVER_ID;
 use larch_server::opattrs::csn::CsnGenerator;
 use larch_server::opattrs::import_hook;
@@ -47,8 +51,9 @@ const PROGRESS_TICK: Duration = Duration::from_millis(200);
 /// `larch import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Data directory to create (must hold no snapshot and no log).
-    #[arg(long)]
+    /// Data directory to create (must hold no snapshot and no log); by default the one
+    /// `larch serve` uses without a configuration file.
+    #[arg(long, default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
     /// Parsing threads (0: one per core).
     #[arg(long, default_value_t = 0)]
@@ -78,8 +83,8 @@ pub struct ImportArgs {
 /// `larch export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Data directory.
-    #[arg(long)]
+    /// Data directory (default: the one `larch serve` uses without a configuration file).
+    #[arg(long, default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
     /// Export only this entry and its subtree (default: every naming context).
     #[arg(long, value_name = "DN")]
@@ -92,8 +97,8 @@ pub struct ExportArgs {
 /// `larch verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Data directory.
-    #[arg(long)]
+    /// Data directory (default: the one `larch serve` uses without a configuration file).
+    #[arg(long, default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
     /// Loading threads (0: one per core).
     #[arg(long, default_value_t = 0)]
@@ -106,8 +111,8 @@ pub struct VerifyArgs {
 /// `larch snapshot`.
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
-    /// Data directory.
-    #[arg(long)]
+    /// Data directory (default: the one `larch serve` uses without a configuration file).
+    #[arg(long, default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
     /// Loading threads (0: one per core).
     #[arg(long, default_value_t = 0)]

@@ -587,7 +587,7 @@ fn files_are_named_and_relative_paths_follow_the_file() {
     std::fs::write(&file, "[limits]\n\nsize_limit = 0\n").unwrap();
     let msg = ServerConfig::load(&file).unwrap_err().to_string();
     assert!(
-        msg.starts_with(&format!("{}: `limits.size_limit`", file.display())),
+        msg.starts_with(&format!("{}:3:1: `limits.size_limit`", file.display())),
         "{msg}"
     );
     std::fs::write(&file, "[limits]\nsize_limit = =\n").unwrap();

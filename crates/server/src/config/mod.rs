@@ -18,6 +18,10 @@
 //!    normalizes the suffixes and the admin DN through it, resolves the indexes against
 //!    it, compiles the access rules against it (`access`), and checks every limit's bounds.
 //!
+//! The steps find every error they can, not only the first ([`ServerConfig::check_with`],
+//! for `larch check-config`; `larch serve` reads through it and stops at the first): which
+//! errors are found together, and which wait for another to be mended, is said in `read`.
+//!
 //! Invariant: a [`ServerConfig`] returned by [`ServerConfig::from_toml_str`] or
 //! [`ServerConfig::load`] has passed [`ServerConfig::validate`]; [`ServerConfig::default`]
 //! passes it too (a test checks). The fields are public so that tools and tests can build
@@ -33,11 +37,12 @@ mod logs;
 mod monitor;
 mod password;
 mod raw;
+mod read;
 mod sasl;
 mod security;
 mod tls;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -382,23 +387,35 @@ impl ServerConfig {
         path: impl AsRef<Path>,
         adjust: impl FnOnce(&mut ServerConfig),
     ) -> Result<ServerConfig, ConfigError> {
+        Self::check_with(path, adjust).map_err(first)
+    }
+
+    /// [`ServerConfig::load_with`] reporting every error it finds rather than the first
+    /// (`larch check-config`; `larch serve` reads its file through this same function).
+    /// Which errors can be found together is said in [`read`]. The list is never empty.
+    pub fn check_with(
+        path: impl AsRef<Path>,
+        adjust: impl FnOnce(&mut ServerConfig),
+    ) -> Result<ServerConfig, Vec<ConfigError>> {
         let path = path.as_ref();
         let read_err = |source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(read_err)?;
+        let file = std::fs::File::open(path).map_err(|e| vec![read_err(e)])?;
         let mut text = String::new();
         file.take(MAX_CONFIG_BYTES + 1)
             .read_to_string(&mut text)
-            .map_err(read_err)?;
+            .map_err(|e| vec![read_err(e)])?;
         if text.len() as u64 > MAX_CONFIG_BYTES {
-            return Err(read_err(std::io::Error::other(format!(
+            return Err(vec![read_err(std::io::Error::other(format!(
                 "larger than {MAX_CONFIG_BYTES} bytes, not a configuration file"
-            ))));
+            )))]);
         }
         let base = path.parent().unwrap_or(Path::new(""));
-        Self::parse(&text, Some(base), adjust).map_err(|e| e.with_origin(&Origin::File(path.to_path_buf())))
+        let origin = Origin::File(path.to_path_buf());
+        read::read(&text, Some(base), adjust)
+            .map_err(|errors| errors.into_iter().map(|e| e.with_origin(&origin)).collect())
     }
 
     fn parse(
@@ -406,220 +423,256 @@ impl ServerConfig {
         base: Option<&Path>,
         adjust: impl FnOnce(&mut ServerConfig),
     ) -> Result<ServerConfig, ConfigError> {
-        if let Err(e) = text.parse::<toml::Table>() {
-            return Err(ConfigError::Syntax {
-                origin: Origin::Text,
-                at: e
-                    .span()
-                    .map(|s| Position::of_offset(text, s.start))
-                    .unwrap_or_default(),
-                message: e.message().trim().to_string(),
-            });
-        }
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
-            let offset = e.span().map(|s| s.start);
-            ConfigError::Invalid {
-                origin: Origin::Text,
-                at: offset.map(|o| Position::of_offset(text, o)).unwrap_or_default(),
-                key: offset.map(|o| key_at(text, o)).unwrap_or_default(),
-                message: e.message().trim().to_string(),
-            }
-        })?;
-        let mut config = Self::from_raw(raw)?;
-        if let Some(base) = base {
-            config.server.data_dir = base.join(&config.server.data_dir);
-            for f in &mut config.schema.files {
-                *f = base.join(&*f);
-            }
-            if let Some(t) = &mut config.tls {
-                t.resolve_paths(base);
-            }
-            if let Some(p) = &mut config.access_log.path {
-                *p = base.join(&*p);
-            }
-            if let Some(p) = &mut config.audit_log.path {
-                *p = base.join(&*p);
-            }
-            if let Some(p) = &mut config.error_log.path {
-                *p = base.join(&*p);
-            }
-        }
-        adjust(&mut config);
-        config.validate()?;
-        Ok(config)
+        read::read(text, base, adjust).map_err(first)
     }
 
-    fn from_raw(raw: RawConfig) -> Result<ServerConfig, ConfigError> {
+    /// Relative paths of the file taken from `base`, the file's directory.
+    fn resolve_paths(&mut self, base: &Path) {
+        self.server.data_dir = base.join(&self.server.data_dir);
+        for f in &mut self.schema.files {
+            *f = base.join(&*f);
+        }
+        if let Some(t) = &mut self.tls {
+            t.resolve_paths(base);
+        }
+        if let Some(p) = &mut self.access_log.path {
+            *p = base.join(&*p);
+        }
+        if let Some(p) = &mut self.audit_log.path {
+            *p = base.join(&*p);
+        }
+        if let Some(p) = &mut self.error_log.path {
+            *p = base.join(&*p);
+        }
+    }
+
+    /// The configuration of `raw`'s values over the defaults, and every error found on the
+    /// way: each section is converted on its own, so an error in one does not hide an error
+    /// in another. Within a section the first error ends it, half converted: the checks of
+    /// [`ServerConfig::validate_skipping`] then skip that section.
+    fn from_raw(raw: RawConfig) -> (ServerConfig, Vec<ConfigError>) {
         let mut c = ServerConfig::default();
-        if let Some(s) = raw.server {
-            if let Some(list) = s.listen {
-                c.server.listen = Vec::with_capacity(list.len().min(MAX_LISTEN_URLS));
-                for (i, u) in list.iter().enumerate() {
-                    let url = ListenUrl::parse(u)
-                        .map_err(|m| ConfigError::invalid(format!("server.listen[{i}]"), m))?;
-                    c.server.listen.push(url);
+        let mut errors = Vec::new();
+        step(&mut errors, || {
+            if let Some(s) = raw.server {
+                if let Some(list) = s.listen {
+                    c.server.listen = Vec::with_capacity(list.len().min(MAX_LISTEN_URLS));
+                    for (i, u) in list.iter().enumerate() {
+                        let url = ListenUrl::parse(u)
+                            .map_err(|m| ConfigError::invalid(format!("server.listen[{i}]"), m))?;
+                        c.server.listen.push(url);
+                    }
+                }
+                if let Some(d) = s.data_dir {
+                    c.server.data_dir = PathBuf::from(d);
+                }
+                if let Some(n) = s.worker_threads {
+                    c.server.worker_threads = to_usize("server.worker_threads", n)?;
                 }
             }
-            if let Some(d) = s.data_dir {
-                c.server.data_dir = PathBuf::from(d);
-            }
-            if let Some(n) = s.worker_threads {
-                c.server.worker_threads = to_usize("server.worker_threads", n)?;
-            }
-        }
-        if let Some(d) = raw.directory {
-            let suffix_given = d.suffix.is_some();
-            if let Some(s) = d.suffix {
-                c.directory.suffix = s;
-            }
-            if let Some(x) = d.extra_suffixes {
-                c.directory.extra_suffixes = x;
-            }
-            match d.admin_dn {
-                Some(a) => c.directory.admin_dn = a,
-                None if suffix_given => {
-                    c.directory.admin_dn = format!("{DEFAULT_ADMIN_RDN},{}", c.directory.suffix);
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(d) = raw.directory {
+                let suffix_given = d.suffix.is_some();
+                if let Some(s) = d.suffix {
+                    c.directory.suffix = s;
                 }
-                None => {}
+                if let Some(x) = d.extra_suffixes {
+                    c.directory.extra_suffixes = x;
+                }
+                match d.admin_dn {
+                    Some(a) => c.directory.admin_dn = a,
+                    None if suffix_given => {
+                        c.directory.admin_dn = format!("{DEFAULT_ADMIN_RDN},{}", c.directory.suffix);
+                    }
+                    None => {}
+                }
+                if let Some(e) = d.admin_password_env {
+                    c.directory.admin_password_env = e;
+                }
+                if let Some(b) = d.allow_anonymous_bind {
+                    c.directory.allow_anonymous_bind = b;
+                }
+                if let Some(b) = d.allow_unauthenticated_bind {
+                    c.directory.allow_unauthenticated_bind = b;
+                }
             }
-            if let Some(e) = d.admin_password_env {
-                c.directory.admin_password_env = e;
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(s) = raw.schema {
+                if let Some(b) = s.builtin {
+                    c.schema.builtin = match b.as_str() {
+                        "standard" => BuiltinSchemas::Standard,
+                        "rfc2307bis" => BuiltinSchemas::Rfc2307bis,
+                        "system" => BuiltinSchemas::SystemOnly,
+                        other => {
+                            return Err(ConfigError::invalid(
+                                "schema.builtin",
+                                format!("`{other}`: expected \"standard\", \"rfc2307bis\" or \"system\""),
+                            ))
+                        }
+                    };
+                }
+                if let Some(f) = s.files {
+                    c.schema.files = f.into_iter().map(PathBuf::from).collect();
+                }
             }
-            if let Some(b) = d.allow_anonymous_bind {
-                c.directory.allow_anonymous_bind = b;
-            }
-            if let Some(b) = d.allow_unauthenticated_bind {
-                c.directory.allow_unauthenticated_bind = b;
-            }
-        }
-        if let Some(s) = raw.schema {
-            if let Some(b) = s.builtin {
-                c.schema.builtin = match b.as_str() {
-                    "standard" => BuiltinSchemas::Standard,
-                    "rfc2307bis" => BuiltinSchemas::Rfc2307bis,
-                    "system" => BuiltinSchemas::SystemOnly,
-                    other => {
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(s) = raw.store {
+                c.store.sync = match (s.sync.as_deref(), s.batch_window_ms) {
+                    (None | Some("always"), None) => SyncPolicy::Always,
+                    (Some("none"), None) => SyncPolicy::None,
+                    (Some("batch"), w) => {
+                        let ms = w.unwrap_or(DEFAULT_BATCH_WINDOW_MS);
+                        if !(1..=MAX_BATCH_WINDOW_MS).contains(&ms) {
+                            return Err(ConfigError::invalid(
+                                "store.batch_window_ms",
+                                format!("{ms} is outside 1 to {MAX_BATCH_WINDOW_MS} milliseconds"),
+                            ));
+                        }
+                        SyncPolicy::Batch {
+                            window: Duration::from_millis(ms),
+                        }
+                    }
+                    (None | Some("always" | "none"), Some(_)) => {
                         return Err(ConfigError::invalid(
-                            "schema.builtin",
-                            format!("`{other}`: expected \"standard\", \"rfc2307bis\" or \"system\""),
+                            "store.batch_window_ms",
+                            "only meaningful with sync = \"batch\"",
+                        ))
+                    }
+                    (Some(other), _) => {
+                        return Err(ConfigError::invalid(
+                            "store.sync",
+                            format!("`{other}`: expected \"always\", \"batch\" or \"none\""),
                         ))
                     }
                 };
-            }
-            if let Some(f) = s.files {
-                c.schema.files = f.into_iter().map(PathBuf::from).collect();
-            }
-        }
-        if let Some(s) = raw.store {
-            c.store.sync = match (s.sync.as_deref(), s.batch_window_ms) {
-                (None | Some("always"), None) => SyncPolicy::Always,
-                (Some("none"), None) => SyncPolicy::None,
-                (Some("batch"), w) => {
-                    let ms = w.unwrap_or(DEFAULT_BATCH_WINDOW_MS);
-                    if !(1..=MAX_BATCH_WINDOW_MS).contains(&ms) {
-                        return Err(ConfigError::invalid(
-                            "store.batch_window_ms",
-                            format!("{ms} is outside 1 to {MAX_BATCH_WINDOW_MS} milliseconds"),
-                        ));
-                    }
-                    SyncPolicy::Batch {
-                        window: Duration::from_millis(ms),
-                    }
+                if let Some(d) = s.snapshot_interval {
+                    let d = duration("store.snapshot_interval", &d)?;
+                    c.store.snapshot_interval = (!d.is_zero()).then_some(d);
                 }
-                (None | Some("always" | "none"), Some(_)) => {
-                    return Err(ConfigError::invalid(
-                        "store.batch_window_ms",
-                        "only meaningful with sync = \"batch\"",
-                    ))
+                if let Some(n) = s.snapshot_after_records {
+                    c.store.snapshot_after_records = (n != 0).then_some(n);
                 }
-                (Some(other), _) => {
-                    return Err(ConfigError::invalid(
-                        "store.sync",
-                        format!("`{other}`: expected \"always\", \"batch\" or \"none\""),
-                    ))
+                if let Some(n) = s.load_threads {
+                    c.store.load_threads = to_usize("store.load_threads", n)?;
                 }
-            };
-            if let Some(d) = s.snapshot_interval {
-                let d = duration("store.snapshot_interval", &d)?;
-                c.store.snapshot_interval = (!d.is_zero()).then_some(d);
             }
-            if let Some(n) = s.snapshot_after_records {
-                c.store.snapshot_after_records = (n != 0).then_some(n);
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(table) = raw.indexes {
+                c.indexes = index_config(&table)?;
             }
-            if let Some(n) = s.load_threads {
-                c.store.load_threads = to_usize("store.load_threads", n)?;
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(l) = raw.limits {
+                let lim = &mut c.limits;
+                set_usize(&mut lim.max_pdu_bytes, "limits.max_pdu_bytes", l.max_pdu_bytes)?;
+                set_optional_usize(
+                    &mut lim.max_connections,
+                    "limits.max_connections",
+                    l.max_connections,
+                )?;
+                set_optional_usize(
+                    &mut lim.max_connections_per_ip,
+                    "limits.max_connections_per_ip",
+                    l.max_connections_per_ip,
+                )?;
+                set_usize(
+                    &mut lim.max_ops_per_connection,
+                    "limits.max_ops_per_connection",
+                    l.max_ops_per_connection,
+                )?;
+                set_usize(&mut lim.size_limit, "limits.size_limit", l.size_limit)?;
+                set_usize(
+                    &mut lim.lookthrough_limit,
+                    "limits.lookthrough_limit",
+                    l.lookthrough_limit,
+                )?;
+                if let Some(d) = l.idle_timeout {
+                    let d = duration("limits.idle_timeout", &d)?;
+                    lim.idle_timeout = (!d.is_zero()).then_some(d);
+                }
+                if let Some(d) = l.write_timeout {
+                    lim.write_timeout = duration("limits.write_timeout", &d)?;
+                }
+                if let Some(d) = l.time_limit {
+                    lim.time_limit = duration("limits.time_limit", &d)?;
+                }
             }
-        }
-        if let Some(table) = raw.indexes {
-            c.indexes = index_config(&table)?;
-        }
-        if let Some(l) = raw.limits {
-            let lim = &mut c.limits;
-            set_usize(&mut lim.max_pdu_bytes, "limits.max_pdu_bytes", l.max_pdu_bytes)?;
-            set_optional_usize(
-                &mut lim.max_connections,
-                "limits.max_connections",
-                l.max_connections,
-            )?;
-            set_optional_usize(
-                &mut lim.max_connections_per_ip,
-                "limits.max_connections_per_ip",
-                l.max_connections_per_ip,
-            )?;
-            set_usize(
-                &mut lim.max_ops_per_connection,
-                "limits.max_ops_per_connection",
-                l.max_ops_per_connection,
-            )?;
-            set_usize(&mut lim.size_limit, "limits.size_limit", l.size_limit)?;
-            set_usize(
-                &mut lim.lookthrough_limit,
-                "limits.lookthrough_limit",
-                l.lookthrough_limit,
-            )?;
-            if let Some(d) = l.idle_timeout {
-                let d = duration("limits.idle_timeout", &d)?;
-                lim.idle_timeout = (!d.is_zero()).then_some(d);
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(t) = raw.tls {
+                c.tls = Some(TlsSettings::from_raw(t)?);
             }
-            if let Some(d) = l.write_timeout {
-                lim.write_timeout = duration("limits.write_timeout", &d)?;
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(s) = raw.security {
+                c.security.apply(s)?;
             }
-            if let Some(d) = l.time_limit {
-                lim.time_limit = duration("limits.time_limit", &d)?;
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(s) = raw.sasl {
+                c.sasl.apply(s)?;
             }
-        }
-        if let Some(t) = raw.tls {
-            c.tls = Some(TlsSettings::from_raw(t)?);
-        }
-        if let Some(s) = raw.security {
-            c.security.apply(s)?;
-        }
-        if let Some(s) = raw.sasl {
-            c.sasl.apply(s)?;
-        }
-        if let Some(p) = raw.password {
-            c.password = PasswordSettings::from_raw(p)?;
-        }
-        if let Some(t) = raw.bind_throttle {
-            c.bind_throttle = BindThrottleSettings::from_raw(t)?;
-        }
-        c.access = access::parse(raw.access, raw.access_proxy)?;
-        if let Some(l) = raw.access_log {
-            c.access_log = AccessLogSettings::from_raw(l)?;
-        }
-        if let Some(l) = raw.audit_log {
-            c.audit_log = AuditLogSettings::from_raw(l)?;
-        }
-        if let Some(l) = raw.error_log {
-            c.error_log = ErrorLogSettings::from_raw(l)?;
-        }
-        if let Some(m) = raw.monitor {
-            c.monitor = MonitorSettings::from_raw(m);
-        }
-        if let Some(m) = raw.metrics {
-            c.metrics = MetricsSettings::from_raw(m)?;
-        }
-        Ok(c)
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(p) = raw.password {
+                c.password = PasswordSettings::from_raw(p)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(t) = raw.bind_throttle {
+                c.bind_throttle = BindThrottleSettings::from_raw(t)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            c.access = access::parse(raw.access, raw.access_proxy)?;
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(l) = raw.access_log {
+                c.access_log = AccessLogSettings::from_raw(l)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(l) = raw.audit_log {
+                c.audit_log = AuditLogSettings::from_raw(l)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(l) = raw.error_log {
+                c.error_log = ErrorLogSettings::from_raw(l)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(m) = raw.monitor {
+                c.monitor = MonitorSettings::from_raw(m);
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(m) = raw.metrics {
+                c.metrics = MetricsSettings::from_raw(m)?;
+            }
+            Ok(())
+        });
+        (c, errors)
     }
 
     /// Checks everything a configuration built in code may get wrong: loads the schema,
@@ -627,6 +680,80 @@ impl ServerConfig {
     /// checks every bound. [`ServerConfig::from_toml_str`] and [`ServerConfig::load`] run
     /// it before returning.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        match self.validate_skipping(&BTreeSet::new()).into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Every error [`ServerConfig::validate`] can find, not only the first. Independent
+    /// checks all run; a check that reads a section named in `skip` (a section whose
+    /// conversion failed, half done) does not, nor does one that needs what an earlier
+    /// check refused: without a schema that loads, the suffixes, the admin DN, the indexes
+    /// and the access rules are not checked; with a refused suffix, the admin DN is not.
+    pub fn validate_skipping(&self, skip: &BTreeSet<String>) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        let reads = |sections: &[&str]| sections.iter().all(|s| !skip.contains(*s));
+        fn check(errors: &mut Vec<ConfigError>, ok: bool, r: Result<(), ConfigError>) {
+            if let (true, Err(e)) = (ok, r) {
+                errors.push(e);
+            }
+        }
+        check(&mut errors, reads(&["server"]), self.validate_listeners());
+        check(
+            &mut errors,
+            reads(&["server", "tls"]),
+            tls::check_listeners(&self.server.listen, self.tls.as_ref()),
+        );
+        check(&mut errors, reads(&["server"]), self.validate_server());
+        check(&mut errors, reads(&["store"]), self.validate_store());
+        check(&mut errors, reads(&["limits"]), self.validate_limits());
+        check(
+            &mut errors,
+            reads(&["bind_throttle"]),
+            self.bind_throttle.validate(),
+        );
+        check(&mut errors, reads(&["access_log"]), self.access_log.validate());
+        check(&mut errors, reads(&["audit_log"]), self.audit_log.validate());
+        check(&mut errors, reads(&["directory"]), self.validate_password_env());
+        if !reads(&["schema"]) {
+            return errors;
+        }
+        let schema = match self.schema() {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(e);
+                return errors;
+            }
+        };
+        if reads(&["directory"]) {
+            match self.normalized_suffixes(&schema) {
+                Ok(_) => check(&mut errors, true, self.normalized_admin_dn(&schema).map(|_| ())),
+                Err(e) => errors.push(e),
+            }
+        }
+        check(
+            &mut errors,
+            reads(&["indexes"]),
+            ResolvedIndexes::resolve(&self.indexes, &schema)
+                .map(|_| ())
+                .map_err(|e| {
+                    let attr = match &e {
+                        IndexConfigError::UnknownAttribute(a) => a,
+                        IndexConfigError::NoRule { attribute, .. } => attribute,
+                    };
+                    ConfigError::invalid(format!("indexes.{attr}"), e.to_string())
+                }),
+        );
+        check(
+            &mut errors,
+            reads(&["access", "access_proxy"]),
+            crate::acl::AccessRules::compile(&self.access, &schema).map(|_| ()),
+        );
+        errors
+    }
+
+    fn validate_listeners(&self) -> Result<(), ConfigError> {
         let s = &self.server;
         if s.listen.is_empty() {
             return Err(ConfigError::invalid("server.listen", "list at least one address"));
@@ -651,11 +778,17 @@ impl ServerConfig {
                 ));
             }
         }
-        tls::check_listeners(&s.listen, self.tls.as_ref())?;
-        if s.data_dir.as_os_str().is_empty() {
+        Ok(())
+    }
+
+    fn validate_server(&self) -> Result<(), ConfigError> {
+        if self.server.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::invalid("server.data_dir", "must not be empty"));
         }
-        check_max("server.worker_threads", s.worker_threads, MAX_THREADS)?;
+        check_max("server.worker_threads", self.server.worker_threads, MAX_THREADS)
+    }
+
+    fn validate_store(&self) -> Result<(), ConfigError> {
         check_max("store.load_threads", self.store.load_threads, MAX_THREADS)?;
         if let SyncPolicy::Batch { window } = self.store.sync {
             let ms = window.as_millis();
@@ -672,10 +805,10 @@ impl ServerConfig {
                 "write \"0\" as no interval (None)",
             ));
         }
-        self.validate_limits()?;
-        self.bind_throttle.validate()?;
-        self.access_log.validate()?;
-        self.audit_log.validate()?;
+        Ok(())
+    }
+
+    fn validate_password_env(&self) -> Result<(), ConfigError> {
         let env = &self.directory.admin_password_env;
         let env_ok = env
             .bytes()
@@ -688,17 +821,6 @@ impl ServerConfig {
                 format!("`{env}` is not an environment variable name (letters, digits, `_`)"),
             ));
         }
-        let schema = self.schema()?;
-        self.normalized_suffixes(&schema)?;
-        self.normalized_admin_dn(&schema)?;
-        ResolvedIndexes::resolve(&self.indexes, &schema).map_err(|e| {
-            let attr = match &e {
-                IndexConfigError::UnknownAttribute(a) => a,
-                IndexConfigError::NoRule { attribute, .. } => attribute,
-            };
-            ConfigError::invalid(format!("indexes.{attr}"), e.to_string())
-        })?;
-        crate::acl::AccessRules::compile(&self.access, &schema)?;
         Ok(())
     }
 
@@ -857,6 +979,21 @@ fn normalize(key: &str, dn: &str, schema: &Schema) -> Result<NormDn, ConfigError
     NormDn::parse(dn.as_bytes(), schema)
         .map(|(_, n)| n)
         .map_err(|e| ConfigError::invalid(key, format!("`{dn}` is not a valid DN: {}", e.reason)))
+}
+
+/// The first of a list of errors (the lists of [`read`] are never empty).
+fn first(errors: Vec<ConfigError>) -> ConfigError {
+    errors
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| ConfigError::invalid("", "refused without a reason"))
+}
+
+/// Runs one section's conversion, keeping its error.
+fn step(errors: &mut Vec<ConfigError>, f: impl FnOnce() -> Result<(), ConfigError>) {
+    if let Err(e) = f() {
+        errors.push(e);
+    }
 }
 
 fn to_usize(key: &str, n: u64) -> Result<usize, ConfigError> {

@@ -21,7 +21,7 @@
 //! containing a NUL octet never verifies against any crypt value: crypt(3) reads C strings
 //! and would compare only what precedes the NUL.
 
-use sha_crypt::{PasswordVerifier, ShaCrypt};
+use sha_crypt::{Algorithm, CustomizedPasswordHasher, Params, PasswordVerifier, ShaCrypt};
 
 /// Most SHA-crypt rounds a stored value may ask for: passlib's defaults (535,000 for
 /// SHA-256, 656,000 for SHA-512) fit; a million rounds are about 0.2 s of one core.
@@ -43,6 +43,51 @@ const SHA_CRYPT_MIN_ROUNDS: u32 = 1000;
 
 /// Longest salt SHA-crypt uses; longer ones are cut.
 const SHA_CRYPT_MAX_SALT: usize = 16;
+
+/// Raw salt octets of a new SHA-crypt value: 12 octets are the 16 characters of crypt's
+/// base64 the specification keeps (a longer salt would be cut when verified).
+pub const SHA_CRYPT_SALT_OCTETS: usize = 12;
+
+/// Rounds of a new SHA-crypt value when the format names none: the specification's
+/// default, what `slappasswd -c '$6$%.16s'` and glibc write.
+pub const SHA_CRYPT_NEW_ROUNDS: u32 = SHA_CRYPT_DEFAULT_ROUNDS;
+
+/// Cost of a new bcrypt value when the format names none: OWASP's minimum.
+pub const BCRYPT_NEW_COST: u32 = 10;
+
+/// The SHA-crypt value (`$5$...` when `sha512` is false, `$6$...` otherwise) of `password`
+/// with `salt` ([`SHA_CRYPT_SALT_OCTETS`] raw octets) and `rounds` (within
+/// 1000..=[`MAX_SHA_CRYPT_ROUNDS`]); `None` when the library refuses or the result would
+/// not verify here.
+pub(super) fn encode_sha_crypt(sha512: bool, password: &[u8], salt: &[u8], rounds: u32) -> Option<String> {
+    if !(SHA_CRYPT_MIN_ROUNDS..=MAX_SHA_CRYPT_ROUNDS).contains(&rounds)
+        || password.len() > MAX_SHA_CRYPT_PASSWORD_BYTES
+        || password.contains(&0)
+    {
+        return None;
+    }
+    let algorithm = if sha512 {
+        Algorithm::Sha512Crypt
+    } else {
+        Algorithm::Sha256Crypt
+    };
+    let params = Params::new(rounds).ok()?;
+    let hash = ShaCrypt::new(algorithm, params)
+        .hash_password_customized(password, salt, None, None, params)
+        .ok()?;
+    Some(hash.to_string())
+}
+
+/// The bcrypt value (`$2b$cost$...`) of `password` with a 16-octet `salt`; `None` when the
+/// cost is outside 4..=[`MAX_BCRYPT_COST`], the password holds a NUL or is longer than the
+/// 72 octets bcrypt reads (it would be cut silently).
+pub(super) fn encode_bcrypt(password: &[u8], salt: [u8; 16], cost: u32) -> Option<String> {
+    if cost > MAX_BCRYPT_COST || password.len() > 72 || password.contains(&0) {
+        return None;
+    }
+    let parts = bcrypt::hash_with_salt(password, cost, salt).ok()?;
+    Some(parts.format_for_version(bcrypt::Version::TwoB))
+}
 
 /// True when `password` matches `encoded` (what follows `{CRYPT}`).
 pub(super) fn verify(password: &[u8], encoded: &[u8]) -> bool {

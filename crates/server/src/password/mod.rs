@@ -23,12 +23,14 @@
 //!    [`is_slow`] first.
 //!
 //! New passwords are hashed by [`hash_new`] with `[password] default_scheme` (argon2id by
-//! default) and a fresh salt from the operating system's random source.
+//! default) and a fresh salt from the operating system's random source; [`named`] hashes
+//! in any scheme checked here, for `larch passwd`.
 
 pub mod argon;
 pub mod crypt;
 pub mod digest;
 pub mod gate;
+pub mod named;
 pub mod pbkdf;
 
 use subtle::ConstantTimeEq;

@@ -35,7 +35,7 @@ pub const PBKDF2_SALT_LEN: usize = 16;
 
 /// 389-ds's `{PBKDF2_SHA256}`: rounds, salt and key lengths ("NEVER CHANGE THESE VALUES"
 /// in its source).
-const DS389_SALT_LEN: usize = 64;
+pub const DS389_SALT_LEN: usize = 64;
 const DS389_KEY_LEN: usize = 256;
 const DS389_TOTAL_LEN: usize = 4 + DS389_SALT_LEN + DS389_KEY_LEN;
 
@@ -134,6 +134,22 @@ pub(super) fn verify_389(password: &[u8], encoded: &[u8]) -> bool {
     let mut out = vec![0u8; DS389_KEY_LEN];
     Prf::Sha256.derive(password, salt, rounds, &mut out);
     bool::from(out.as_slice().ct_eq(key))
+}
+
+/// 389-ds's `{PBKDF2_SHA256}` form of `password` (without the scheme name): the rounds
+/// (big-endian), the salt and the key in one base64 string. `salt` must be
+/// [`DS389_SALT_LEN`] octets; `None` otherwise.
+pub(super) fn encode_389(password: &[u8], salt: &[u8], rounds: u32) -> Option<String> {
+    if salt.len() != DS389_SALT_LEN {
+        return None;
+    }
+    let mut raw = Vec::with_capacity(DS389_TOTAL_LEN);
+    raw.extend_from_slice(&rounds.to_be_bytes());
+    raw.extend_from_slice(salt);
+    let mut key = vec![0u8; DS389_KEY_LEN];
+    Prf::Sha256.derive(password, salt, rounds, &mut key);
+    raw.extend_from_slice(&key);
+    Some(B64.encode(raw))
 }
 
 /// The OpenLDAP form of `password` (without the scheme name) with `salt` and `rounds`.
