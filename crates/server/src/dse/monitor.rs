@@ -46,8 +46,8 @@
 //! the default policy gives it to the administrator only.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_proto::ResultCode;
