@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone. Installs what the tests need (Debian's
-# ldap-utils for the capture tests, 389-ds-base for its access log analyser `logconv`;
+# ldap-utils for the capture tests, 389-ds-base for its access log analyser `logconv`,
+# prometheus for `promtool` and a real Prometheus server scraping Larch;
 # rustfmt and clippy), then runs, in order:
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings, fuzz crate included);
 #   2. a release build of the workspace;
@@ -27,9 +28,10 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
 command -v ldapsearch >/dev/null 2>&1 || missing+=(ldap-utils)
 command -v logconv >/dev/null 2>&1 || missing+=(389-ds-base)
+command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get update -qq
-  # 389-ds-base ships a service; keep the package from starting it.
+  # 389-ds-base and prometheus ship services; keep the packages from starting them.
   made_policy=0
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
@@ -46,6 +48,7 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 command -v ldapsearch >/dev/null || { echo "ldap-utils could not be installed" >&2; exit 1; }
 command -v logconv >/dev/null || { echo "389-ds-base (logconv) could not be installed" >&2; exit 1; }
+command -v promtool >/dev/null || { echo "prometheus (promtool) could not be installed" >&2; exit 1; }
 [ -d "$corpus" ] || { echo "the PDU corpus is missing at $corpus (set LARCH_LDAP_CORPUS)" >&2; exit 1; }
 echo "cargo: $(cargo --version); ldap-utils: $(dpkg-query -W -f='${Version}' ldap-utils 2>/dev/null || echo unknown)"
 
@@ -66,7 +69,7 @@ LARCH_REQUIRE_LDAP_UTILS=1 LARCH_REQUIRE_LOGCONV=1 cargo test --workspace 2>&1 |
 
 step "end-to-end: larch serve with ldap3 and ldap-utils"
 e2e_status=0
-LARCH_BIN="$root/target/release/larch" LARCH_REQUIRE_LOGCONV=1 ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
+LARCH_BIN="$root/target/release/larch" LARCH_REQUIRE_LOGCONV=1 LARCH_REQUIRE_PROMETHEUS=1 ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
 # pytest's summary ("N failed, N passed, N skipped in Ts") in cargo's form, for the total.
 e2e_summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$log.e2e" | grep -E ' in [0-9.]+s' | tail -1 || true)
 # awk alone (no grep in a pipeline: under pipefail a grep that finds nothing ends the script).

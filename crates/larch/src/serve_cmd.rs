@@ -11,8 +11,9 @@
 //! 3. raise the open-files limit (soft `RLIMIT_NOFILE`) to the hard one and say so: the
 //!    connection limit follows it unless `limits.max_connections` is set
 //!    ([`larch_server::net::limits`]);
-//! 4. open the store, set up a new data directory, start the runtime, the SIGHUP handler
-//!    and the listeners;
+//! 4. start the runtime and the metrics endpoint (`[metrics] listen`: alive, not ready),
+//!    open the store, set up a new data directory, hand the directory to the endpoint
+//!    (ready), start the SIGHUP handler and the listeners;
 //! 5. on SIGTERM or SIGINT, stop serving, close the access log, write a snapshot.
 //!
 //! SIGHUP reopens the error log, the access log and the audit log by name (for logrotate), reads the
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use larch_server::config::ServerConfig;
 use larch_server::directory::Directory;
+use larch_server::metrics::MetricsEndpoint;
 use larch_server::tls::demo::{self, DemoFiles};
 use larch_store::{OpenReport, StartupSnapshot};
 use tracing::{debug, error, info, warn};
@@ -186,6 +188,24 @@ fn run(
     let threads = larch_server::workers::threads_for(config.server.worker_threads);
     let started = Instant::now();
     let data_dir = config.server.data_dir.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .max_blocking_threads(larch_server::password::gate::blocking_threads())
+        .thread_name("larch-worker")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    // The metrics endpoint answers before the store is loaded: alive, not yet ready.
+    let metrics = match config.metrics.listen {
+        None => None,
+        Some(addr) => {
+            let m = runtime
+                .block_on(MetricsEndpoint::start(addr))
+                .map_err(|e| format!("metrics.listen {addr}: {e}"))?;
+            info!(url = %format!("http://{}/metrics", m.local), "metrics endpoint listening");
+            Some(m)
+        }
+    };
     let (dir, startup) = Directory::open(config).map_err(|e| format!("{}: {e}", data_dir.display()))?;
     crate::alloc::release_free_memory();
     let r = &startup.report;
@@ -253,13 +273,9 @@ fn run(
         );
     }
     let dir = Arc::new(dir);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .max_blocking_threads(larch_server::password::gate::blocking_threads())
-        .thread_name("larch-worker")
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    if let Some(m) = &metrics {
+        m.ready(Arc::clone(&dir));
+    }
     // Registered before the listeners open, so no SIGHUP can find its default action
     // (ending the process) once clients can connect.
     let hangup = {

@@ -36,7 +36,7 @@
 //! 7. `directory`: the shared state;
 //! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
 //!    operations;
-//! 9. `session`, `net`: connections.
+//! 9. `session`, `net`, `metrics`: connections, and the metrics endpoint.
 //!
 //! Every operation ends in one place ([`outcome`]: one encoder for the responses, observers
 //! told how it ended); [`accesslog`] is the first observer. [`auditlog`] writes every
@@ -46,7 +46,7 @@
 //! `tracing` events.
 //!
 //! [`monitor`] counts operations, connections and binds for `cn=Monitor` and `/metrics`;
-//! [`report`] gathers what both show.
+//! [`report`] gathers what both show; [`metrics`] serves it to Prometheus.
 
 #![forbid(unsafe_code)]
 
@@ -66,6 +66,7 @@ pub mod error;
 pub mod hooks;
 pub mod identity;
 pub mod lookup;
+pub mod metrics;
 pub mod monitor;
 pub mod net;
 pub mod opattrs;

@@ -1,0 +1,553 @@
+//! A [`ServerReport`] in Prometheus' text exposition format (version 0.0.4): every family
+//! with `# HELP` and `# TYPE`, names prefixed `larch_`, base units (seconds, bytes),
+//! counters ending in `_total`, latency as cumulative histograms.
+//!
+//! Written by hand rather than through a metrics crate: those crates keep metrics of their
+//! own that the code updates, while Larch's counters already exist (per-thread slots,
+//! `crate::monitor`) and are summed into a report at scrape time; rendering that report is
+//! a page of string formatting, and the format is a stable, documented text.
+//!
+//! With `monitor.enabled = false` the families that come from the counters are absent; the
+//! store, log, thread and process families remain.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::monitor::counters::Totals;
+use crate::monitor::kinds::{BindMethod, OpKind};
+use crate::monitor::latency::{upper_bound_micros, LATENCY_BUCKETS};
+use crate::outcome::CloseReason;
+use crate::report::{ServerReport, SERVER_VERSION};
+
+/// The content type of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Renders `report`.
+pub fn render(report: &ServerReport) -> String {
+    let mut w = Writer::default();
+    w.family("larch_build_info", "gauge", "The server's version (value 1).");
+    w.sample("larch_build_info", &[("version", SERVER_VERSION)], 1);
+    w.family(
+        "larch_start_time_seconds",
+        "gauge",
+        "When the server started, in Unix seconds.",
+    );
+    w.sample_f("larch_start_time_seconds", &[], unix_seconds(report.started));
+    w.family("larch_uptime_seconds", "gauge", "How long the server has run.");
+    w.sample_f("larch_uptime_seconds", &[], report.uptime.as_secs_f64());
+    if let Some(totals) = &report.totals {
+        operations(&mut w, totals);
+        results(&mut w, totals);
+        latency(&mut w, totals);
+        traffic(&mut w, totals);
+        connections(&mut w, report, totals);
+        binds(&mut w, totals);
+    }
+    store(&mut w, report);
+    logs(&mut w, report);
+    threads(&mut w, report);
+    process(&mut w, report);
+    w.out
+}
+
+fn operations(w: &mut Writer, t: &Totals) {
+    w.family(
+        "larch_operations_initiated_total",
+        "counter",
+        "Operations started, by kind (cn=Operations,cn=Monitor monitorOpInitiated).",
+    );
+    for k in OpKind::ALL {
+        w.sample(
+            "larch_operations_initiated_total",
+            &[("op", k.label())],
+            t.initiated(k),
+        );
+    }
+    w.family(
+        "larch_operations_completed_total",
+        "counter",
+        "Operations ended, by kind (cn=Operations,cn=Monitor monitorOpCompleted).",
+    );
+    for k in OpKind::ALL {
+        w.sample(
+            "larch_operations_completed_total",
+            &[("op", k.label())],
+            t.completed(k),
+        );
+    }
+}
+
+fn results(w: &mut Writer, t: &Totals) {
+    w.family(
+        "larch_results_total",
+        "counter",
+        "Responses by LDAP result code (code \"other\": every code above 123).",
+    );
+    for (code, n) in t.results() {
+        let code = code.map_or_else(|| "other".to_string(), |c| c.to_string());
+        w.sample("larch_results_total", &[("code", &code)], n);
+    }
+}
+
+fn latency(w: &mut Writer, t: &Totals) {
+    let name = "larch_operation_duration_seconds";
+    w.family(
+        name,
+        "histogram",
+        "Time from a request's read to its answer, by kind of operation.",
+    );
+    for k in OpKind::ALL {
+        let (buckets, sum_ns) = t.latency(k);
+        let mut cumulative = 0u64;
+        for (i, n) in buckets.iter().enumerate().take(LATENCY_BUCKETS) {
+            cumulative += n;
+            let le = match upper_bound_micros(i) {
+                Some(us) => format_seconds(us as f64 / 1e6),
+                None => "+Inf".to_string(),
+            };
+            w.sample(
+                &format!("{name}_bucket"),
+                &[("op", k.label()), ("le", &le)],
+                cumulative,
+            );
+        }
+        w.sample_f(&format!("{name}_sum"), &[("op", k.label())], sum_ns as f64 / 1e9);
+        w.sample(&format!("{name}_count"), &[("op", k.label())], cumulative);
+    }
+}
+
+fn traffic(w: &mut Writer, t: &Totals) {
+    let counters: [(&str, &str, u64); 5] = [
+        (
+            "larch_entries_sent_total",
+            "SearchResultEntry messages sent.",
+            t.entries(),
+        ),
+        (
+            "larch_references_sent_total",
+            "SearchResultReference messages sent.",
+            t.references(),
+        ),
+        (
+            "larch_sent_bytes_total",
+            "Octets of LDAP messages sent to clients.",
+            t.bytes(),
+        ),
+        (
+            "larch_pdus_sent_total",
+            "LDAP messages sent to clients.",
+            t.pdus(),
+        ),
+        (
+            "larch_undecodable_requests_total",
+            "Requests that did not decode (answered with a Notice of Disconnection).",
+            t.undecodable(),
+        ),
+    ];
+    for (name, help, v) in counters {
+        w.family(name, "counter", help);
+        w.sample(name, &[], v);
+    }
+}
+
+fn connections(w: &mut Writer, report: &ServerReport, t: &Totals) {
+    w.family("larch_connections", "gauge", "Connections open now.");
+    w.sample("larch_connections", &[], t.current());
+    w.family(
+        "larch_connections_accepted_total",
+        "counter",
+        "Connections accepted since the start.",
+    );
+    w.sample("larch_connections_accepted_total", &[], t.accepted());
+    w.family(
+        "larch_connections_refused_total",
+        "counter",
+        "Connections refused at a connection limit.",
+    );
+    w.sample("larch_connections_refused_total", &[], t.refused());
+    w.family(
+        "larch_connections_closed_total",
+        "counter",
+        "Connections closed, by reason (the access log's closure codes).",
+    );
+    for r in (1..=u8::MAX).map_while(CloseReason::from_u8) {
+        w.sample(
+            "larch_connections_closed_total",
+            &[("reason", r.describe()), ("code", r.code())],
+            t.closed_for(r as u8),
+        );
+    }
+    w.family(
+        "larch_connection_limit",
+        "gauge",
+        "The connection limit in force.",
+    );
+    w.sample("larch_connection_limit", &[], report.connection_limit);
+    w.family(
+        "larch_tls_handshakes_total",
+        "counter",
+        "TLS handshakes completed.",
+    );
+    w.sample("larch_tls_handshakes_total", &[], t.tls());
+}
+
+fn binds(w: &mut Writer, t: &Totals) {
+    w.family("larch_binds_total", "counter", "Binds by method and result.");
+    for m in BindMethod::ALL {
+        for (ok, result) in [(true, "success"), (false, "failure")] {
+            w.sample(
+                "larch_binds_total",
+                &[("method", m.label()), ("result", result)],
+                t.binds(m, ok),
+            );
+        }
+    }
+}
+
+fn store(w: &mut Writer, report: &ServerReport) {
+    let s = &report.store;
+    let gauges: [(&str, &str, u64); 4] = [
+        ("larch_store_entries", "Entries in the directory.", s.entries),
+        (
+            "larch_store_lsn",
+            "The log sequence number of the last change published.",
+            s.lsn,
+        ),
+        (
+            "larch_store_records_since_snapshot",
+            "Log records since the newest snapshot (what a start would replay).",
+            s.records_since_snapshot,
+        ),
+        (
+            "larch_store_writable",
+            "1 while writes are accepted, 0 after a failed log write.",
+            u64::from(s.writable),
+        ),
+    ];
+    for (name, help, v) in gauges {
+        w.family(name, "gauge", help);
+        w.sample(name, &[], v);
+    }
+    let counters: [(&str, &str, u64); 4] = [
+        (
+            "larch_store_commit_batches_total",
+            "Batches committed (one log wait each).",
+            s.stats.batches,
+        ),
+        (
+            "larch_store_commit_jobs_total",
+            "Write jobs committed.",
+            s.stats.jobs,
+        ),
+        (
+            "larch_store_commit_records_total",
+            "Log records written.",
+            s.stats.records,
+        ),
+        (
+            "larch_store_snapshots_total",
+            "Snapshots written since the start.",
+            s.stats.snapshots,
+        ),
+    ];
+    for (name, help, v) in counters {
+        w.family(name, "counter", help);
+        w.sample(name, &[], v);
+    }
+    w.family(
+        "larch_store_commit_seconds_total",
+        "counter",
+        "Time from handing batches to the log to their durability, summed.",
+    );
+    w.sample_f(
+        "larch_store_commit_seconds_total",
+        &[],
+        s.stats.commit_time.as_secs_f64(),
+    );
+    w.family(
+        "larch_store_commit_max_seconds",
+        "gauge",
+        "The longest time to durability of one batch.",
+    );
+    w.sample_f(
+        "larch_store_commit_max_seconds",
+        &[],
+        s.stats.commit_max.as_secs_f64(),
+    );
+    w.family(
+        "larch_store_largest_batch_jobs",
+        "gauge",
+        "The most jobs one batch held.",
+    );
+    w.sample("larch_store_largest_batch_jobs", &[], s.stats.largest_batch);
+    w.family(
+        "larch_store_snapshot_failures",
+        "gauge",
+        "Snapshots failed in a row (0 after a success).",
+    );
+    w.sample(
+        "larch_store_snapshot_failures",
+        &[],
+        u64::from(s.snapshot_failures),
+    );
+    if let Some(snap) = s.stats.last_snapshot {
+        w.family(
+            "larch_store_last_snapshot_timestamp_seconds",
+            "gauge",
+            "When the newest snapshot was complete, in Unix seconds.",
+        );
+        w.sample_f(
+            "larch_store_last_snapshot_timestamp_seconds",
+            &[],
+            unix_seconds(snap.finished),
+        );
+        w.family(
+            "larch_store_last_snapshot_duration_seconds",
+            "gauge",
+            "How long writing the newest snapshot took.",
+        );
+        w.sample_f(
+            "larch_store_last_snapshot_duration_seconds",
+            &[],
+            snap.duration.as_secs_f64(),
+        );
+        w.family(
+            "larch_store_last_snapshot_bytes",
+            "gauge",
+            "The newest snapshot's size.",
+        );
+        w.sample("larch_store_last_snapshot_bytes", &[], snap.bytes);
+        w.family(
+            "larch_store_last_snapshot_lsn",
+            "gauge",
+            "The LSN the newest snapshot covers.",
+        );
+        w.sample("larch_store_last_snapshot_lsn", &[], snap.lsn);
+    }
+    w.family(
+        "larch_index_keys",
+        "gauge",
+        "Keys held by each index, by attribute and kind.",
+    );
+    for (attr, k) in &s.indexes {
+        for (kind, n) in [
+            ("equality", k.equality),
+            ("presence", k.presence),
+            ("substring", k.substring),
+            ("ordering", k.ordering),
+        ] {
+            w.sample(
+                "larch_index_keys",
+                &[("attribute", attr), ("kind", kind)],
+                n as u64,
+            );
+        }
+    }
+}
+
+fn logs(w: &mut Writer, report: &ServerReport) {
+    if let Some(a) = &report.access_log {
+        let rows: [(&str, &str, u64); 4] = [
+            (
+                "larch_access_log_lines_written_total",
+                "Access log lines written.",
+                a.lines_written,
+            ),
+            (
+                "larch_access_log_records_dropped_total",
+                "Access log records dropped because a buffer was full.",
+                a.records_dropped,
+            ),
+            (
+                "larch_access_log_lines_lost_total",
+                "Access log lines lost to failed writes.",
+                a.lines_lost,
+            ),
+            (
+                "larch_access_log_write_errors_total",
+                "Failed writes to the access log.",
+                a.write_errors,
+            ),
+        ];
+        for (name, help, v) in rows {
+            w.family(name, "counter", help);
+            w.sample(name, &[], v);
+        }
+    }
+    if let Some(a) = &report.audit_log {
+        let rows: [(&str, &str, u64); 4] = [
+            (
+                "larch_audit_log_records_written_total",
+                "Committed changes written to the audit log.",
+                a.records_written,
+            ),
+            (
+                "larch_audit_log_changes_skipped_total",
+                "Committed changes the audit log could not get from the change feed.",
+                a.changes_skipped,
+            ),
+            (
+                "larch_audit_log_records_lost_total",
+                "Audit log records lost to failed writes.",
+                a.records_lost,
+            ),
+            (
+                "larch_audit_log_write_errors_total",
+                "Failed writes to the audit log.",
+                a.write_errors,
+            ),
+        ];
+        for (name, help, v) in rows {
+            w.family(name, "counter", help);
+            w.sample(name, &[], v);
+        }
+    }
+    w.family(
+        "larch_bind_throttle_tracked",
+        "gauge",
+        "Failed-bind counts the throttle remembers (pairs, accounts, addresses).",
+    );
+    w.sample("larch_bind_throttle_tracked", &[], report.throttle_tracked as u64);
+    w.family(
+        "larch_output_buffered_bytes",
+        "gauge",
+        "Response octets waiting for clients to read them.",
+    );
+    w.sample("larch_output_buffered_bytes", &[], report.output_buffered as u64);
+}
+
+fn threads(w: &mut Writer, report: &ServerReport) {
+    let t = &report.threads;
+    w.family(
+        "larch_threads",
+        "gauge",
+        "Threads by pool (blocking: the most the pool may have).",
+    );
+    for (pool, n) in [
+        ("workers", t.workers),
+        ("search", t.search_threads),
+        ("blocking_max", t.blocking_max),
+    ] {
+        w.sample("larch_threads", &[("pool", pool)], n as u64);
+    }
+    w.family(
+        "larch_searches_waiting",
+        "gauge",
+        "Large searches waiting for a search thread.",
+    );
+    w.sample("larch_searches_waiting", &[], t.search_queued as u64);
+}
+
+fn process(w: &mut Writer, report: &ServerReport) {
+    if let Some(n) = report.threads.process {
+        w.family("larch_process_threads", "gauge", "Threads of the process.");
+        w.sample("larch_process_threads", &[], n);
+    }
+    if let Some(n) = report.resident_bytes {
+        w.family(
+            "larch_process_resident_memory_bytes",
+            "gauge",
+            "Resident memory of the process.",
+        );
+        w.sample("larch_process_resident_memory_bytes", &[], n);
+    }
+    if let Some(n) = report.open_files {
+        w.family(
+            "larch_process_open_fds",
+            "gauge",
+            "Open file descriptors of the process.",
+        );
+        w.sample("larch_process_open_fds", &[], n);
+    }
+}
+
+fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A bucket bound in seconds, as short as it is exact (`0.000001`, `0.004096`, `4.194304`).
+fn format_seconds(s: f64) -> String {
+    let text = format!("{s:.6}");
+    let text = text.trim_end_matches('0');
+    text.strip_suffix('.').unwrap_or(text).to_string()
+}
+
+/// The text being written.
+#[derive(Default)]
+struct Writer {
+    out: String,
+}
+
+impl Writer {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.out, "# HELP {name} {}", escape_help(help));
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+    }
+
+    fn labels(&mut self, labels: &[(&str, &str)]) {
+        if labels.is_empty() {
+            return;
+        }
+        self.out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            self.out.push_str(k);
+            self.out.push_str("=\"");
+            escape_label(&mut self.out, v);
+            self.out.push('"');
+        }
+        self.out.push('}');
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
+        self.out.push_str(name);
+        self.labels(labels);
+        let _ = writeln!(self.out, " {value}");
+    }
+
+    fn sample_f(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(name);
+        self.labels(labels);
+        let _ = writeln!(self.out, " {value}");
+    }
+}
+
+/// A label value: backslash, double quote and line feed escaped.
+fn escape_label(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// A HELP text: backslash and line feed escaped.
+fn escape_help(h: &str) -> String {
+    h.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_and_help_are_escaped() {
+        let mut s = String::new();
+        escape_label(&mut s, "a\"b\\c\nd");
+        assert_eq!(s, "a\\\"b\\\\c\\nd");
+        assert_eq!(escape_help("x\\y\nz"), "x\\\\y\\nz");
+    }
+
+    #[test]
+    fn bucket_bounds_are_exact_decimal_seconds() {
+        assert_eq!(format_seconds(1e-6), "0.000001");
+        assert_eq!(format_seconds(4096e-6), "0.004096");
+        assert_eq!(format_seconds(4.194304), "4.194304");
+        assert_eq!(format_seconds(1.0), "1");
+    }
+}
