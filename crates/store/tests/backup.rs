@@ -7,31 +7,17 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
-use larch_model::schema::Schema;
 use larch_store::backup::{restore, BackupError, BackupOptions, Manifest, MANIFEST_NAME};
 use larch_store::storage::{AppendFile, DirState, FsStorage, Storage};
 use larch_store::{Store, StoreError, StoreOptions, Version};
 
-fn schema() -> Arc<Schema> {
-    static S: OnceLock<Arc<Schema>> = OnceLock::new();
-    Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "larch-backup-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+mod common;
+use common::{schema, temp_dir};
 
 /// Small segments (many files to copy) and no schedule: the test writes snapshots itself.
 fn options(dir: &Path) -> StoreOptions {

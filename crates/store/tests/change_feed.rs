@@ -9,14 +9,13 @@
 //! `LARCH_FEED_MODEL_SEED` replays one.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
-use larch_model::schema::Schema;
 use larch_store::feed::MAX_FEED_BATCHES;
 use larch_store::storage::FsStorage;
 use larch_store::wal::record::Change;
@@ -27,29 +26,13 @@ use larch_store::{
 };
 
 mod common;
-use common::Rng;
+use common::{schema, temp_dir, Rng};
 
 const SUFFIX: &str = "dc=example,dc=com";
 
 /// How long a test waits for changes it expects before failing (only reached when the feed
 /// loses something).
 const PATIENCE: Duration = Duration::from_secs(60);
-
-fn schema() -> Arc<Schema> {
-    static S: OnceLock<Arc<Schema>> = OnceLock::new();
-    Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "larch-feed-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 fn options(dir: &Path, sync: SyncPolicy) -> StoreOptions {
     let mut o = StoreOptions::new(dir, schema());

@@ -13,19 +13,16 @@
 //!   go on, the failure is reported, and a later snapshot succeeds and says so.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
-use larch_model::schema::Schema;
 use larch_store::storage::{FaultStorage, Storage};
 use larch_store::wal::{SyncPolicy, Wal, WalError, WalOptions};
 use larch_store::{Store, StoreError, StoreEvent, StoreOptions, Version};
 
-fn schema() -> Arc<Schema> {
-    static S: OnceLock<Arc<Schema>> = OnceLock::new();
-    Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
+mod common;
+use common::schema;
 
 fn data_dir() -> PathBuf {
     PathBuf::from("/data")

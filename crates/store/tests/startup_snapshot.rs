@@ -9,13 +9,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::Rng;
+use common::{schema, Rng};
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
-use larch_model::schema::Schema;
 use larch_store::health::SNAPSHOT_RETRY_FIRST;
 use larch_store::schedule::BLOCKING_SNAPSHOT_TRIGGERS;
 use larch_store::snapshot::{list_snapshots, temp_name};
@@ -28,11 +27,6 @@ const TRIGGER: u64 = 20;
 /// How long a test waits for the background snapshot it expects: far above what writing a
 /// few entries takes, so only a snapshot that never comes fails the wait.
 const SNAPSHOT_WAIT: Duration = Duration::from_secs(30);
-
-fn schema() -> Arc<Schema> {
-    static S: OnceLock<Arc<Schema>> = OnceLock::new();
-    Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
 
 fn data() -> PathBuf {
     PathBuf::from("/data")

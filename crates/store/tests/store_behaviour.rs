@@ -3,33 +3,19 @@
 //! is stable, lookups by DN and by index, and a damaged snapshot stops startup with a
 //! message that names it.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
-use larch_model::schema::Schema;
 use larch_store::import::{export_ldif, import_ldif, ImportOptions};
 use larch_store::ldif::LdifWriter;
 use larch_store::storage::FsStorage;
 use larch_store::{Lookup, Store, StoreError, StoreOptions};
 
-fn schema() -> Arc<Schema> {
-    static S: OnceLock<Arc<Schema>> = OnceLock::new();
-    Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "larch-store-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+mod common;
+use common::{schema, temp_dir};
 
 fn options(dir: &Path) -> StoreOptions {
     let mut o = StoreOptions::new(dir, schema());

@@ -16,18 +16,12 @@ use std::time::Duration;
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
-use larch_model::schema::Schema;
 use larch_store::storage::{FaultConfig, FaultStorage};
 use larch_store::wal::SyncPolicy;
 use larch_store::{Store, StoreError, StoreOptions, Version};
 
 mod common;
-use common::Rng;
-
-fn schema() -> Arc<Schema> {
-    static S: OnceLock<Arc<Schema>> = OnceLock::new();
-    Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
-}
+use common::{schema, Rng};
 
 const SUFFIX: &str = "dc=example,dc=com";
 

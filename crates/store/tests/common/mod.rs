@@ -1,4 +1,30 @@
-//! What several integration tests of the store share.
+//! What several integration tests of the store share. Each test binary uses a part of it.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use larch_model::schema::Schema;
+
+/// The built-in schema, loaded once per test binary.
+pub fn schema() -> Arc<Schema> {
+    static S: OnceLock<Arc<Schema>> = OnceLock::new();
+    Arc::clone(S.get_or_init(|| Arc::new(Schema::builtin().unwrap())))
+}
+
+/// A fresh, absent directory below the system's temporary one, unique to this process
+/// and call.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "larch-store-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
 
 /// SplitMix64: small, seedable, the same on every platform, so a failing case replays from
 /// its seed.
