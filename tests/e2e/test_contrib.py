@@ -7,7 +7,7 @@
   in the directories the unit creates and lets the server write;
 * the example larch.toml is accepted by `larch check-config` (with its absolute paths moved
   into a temporary directory and a certificate made for the test);
-* `larch serve`, run under strace on that configuration through a session touching what
+* `larch serve`, run under strace on that configuration through a workload touching what
   the unit confines (plain, StartTLS and LDAPS clients, writes, failed binds, cn=Monitor,
   the metrics endpoint, SIGHUP, an online backup, SIGTERM), makes only system calls the
   unit's SystemCallFilter allows, opens sockets only of its RestrictAddressFamilies, and
