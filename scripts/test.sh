@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone. Installs what the tests need (Debian's
 # ldap-utils for the capture tests, 389-ds-base for its access log analyser `logconv`,
-# prometheus for `promtool` and a real Prometheus server scraping Larch;
+# prometheus for `promtool` and a real Prometheus server scraping Larch, systemd for
+# `systemd-analyze verify` of the shipped unit, strace for its system call filter;
 # rustfmt and clippy), then runs, in order:
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings, fuzz crate included);
 #   2. a release build of the workspace;
@@ -29,6 +30,8 @@ missing=()
 command -v ldapsearch >/dev/null 2>&1 || missing+=(ldap-utils)
 command -v logconv >/dev/null 2>&1 || missing+=(389-ds-base)
 command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
 if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get update -qq
   # 389-ds-base and prometheus ship services; keep the packages from starting them.
@@ -69,7 +72,7 @@ LARCH_REQUIRE_LDAP_UTILS=1 LARCH_REQUIRE_LOGCONV=1 cargo test --workspace 2>&1 |
 
 step "end-to-end: larch serve with ldap3 and ldap-utils"
 e2e_status=0
-LARCH_BIN="$root/target/release/larch" LARCH_REQUIRE_LOGCONV=1 LARCH_REQUIRE_PROMETHEUS=1 ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
+LARCH_BIN="$root/target/release/larch" LARCH_REQUIRE_LOGCONV=1 LARCH_REQUIRE_PROMETHEUS=1 LARCH_REQUIRE_SYSTEMD_ANALYZE=1 ./scripts/e2e.sh --server larch 2>&1 | tee "$log.e2e" || e2e_status=$?
 # pytest's summary ("N failed, N passed, N skipped in Ts") in cargo's form, for the total.
 e2e_summary=$(grep -E '[0-9]+ (passed|failed|errors?)' "$log.e2e" | grep -E ' in [0-9.]+s' | tail -1 || true)
 # awk alone (no grep in a pipeline: under pipefail a grep that finds nothing ends the script).
