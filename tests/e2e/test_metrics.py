@@ -103,7 +103,7 @@ def test_metrics_count_what_a_client_did_and_only_grow(served):
     assert delta("larch_operations_completed_total", op="bind") == 2
     assert delta("larch_binds_total", method="simple", result="success") == 1
     assert delta("larch_binds_total", method="simple", result="failure") == 1
-    assert delta("larch_results_total", code="49") == 1
+    assert delta("larch_results_total", code="49", result="invalidCredentials") == 1
     assert delta("larch_operation_duration_seconds_count", op="search") == 5
     assert value(after, "larch_operation_duration_seconds_bucket", op="search", le="+Inf") == \
         value(after, "larch_operation_duration_seconds_count", op="search")
