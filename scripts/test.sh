@@ -43,6 +43,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
   if [ "$made_policy" = 1 ]; then as_root rm -f /usr/sbin/policy-rc.d; fi
+  # If prometheus' packaged service runs anyway (a policy-rc.d that was already there
+  # allowed it), stop and disable it: the tests start their own Prometheus, on a port
+  # they pick, and stop it by PID.
+  if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+      as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
+    else
+      as_root service prometheus stop >/dev/null 2>&1 || true
+    fi
+  fi
 fi
 if command -v rustup >/dev/null 2>&1; then
   for component in rustfmt clippy; do
@@ -51,7 +61,7 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 command -v ldapsearch >/dev/null || { echo "ldap-utils could not be installed" >&2; exit 1; }
 command -v logconv >/dev/null || { echo "389-ds-base (logconv) could not be installed" >&2; exit 1; }
-command -v promtool >/dev/null || { echo "prometheus (promtool) could not be installed" >&2; exit 1; }
+command -v promtool >/dev/null && command -v prometheus >/dev/null || { echo "prometheus (promtool, prometheus) could not be installed" >&2; exit 1; }
 [ -d "$corpus" ] || { echo "the PDU corpus is missing at $corpus (set LARCH_LDAP_CORPUS)" >&2; exit 1; }
 echo "cargo: $(cargo --version); ldap-utils: $(dpkg-query -W -f='${Version}' ldap-utils 2>/dev/null || echo unknown)"
 

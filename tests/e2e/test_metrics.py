@@ -2,7 +2,8 @@
 text format, read by Prometheus' own tools: `promtool check metrics` accepts it, and a real
 Prometheus server (Debian's `prometheus` package), started by the test with a scrape
 configuration for Larch, answers a PromQL query with the count of what the test did.
-/healthz and /readyz answer as documented.
+/healthz and /readyz answer as documented, also during a long start (a large data directory
+loading), when the server is alive but not ready.
 
 The Prometheus parts need `promtool` and `prometheus`; they are skipped when those are
 missing unless LARCH_REQUIRE_PROMETHEUS is set (scripts/test.sh sets it and installs the
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import ldaputil
-from conftest import free_port
+from conftest import LdapServer, free_port
 from ldaputil import assert_result
 
 pytestmark = pytest.mark.larch_only("the metrics endpoint is Larch's")
@@ -103,7 +104,7 @@ def test_metrics_count_what_a_client_did_and_only_grow(served):
     assert delta("larch_operations_completed_total", op="bind") == 2
     assert delta("larch_binds_total", method="simple", result="success") == 1
     assert delta("larch_binds_total", method="simple", result="failure") == 1
-    assert delta("larch_results_total", code="49") == 1
+    assert delta("larch_results_total", code="49", result="invalidCredentials") == 1
     assert delta("larch_operation_duration_seconds_count", op="search") == 5
     assert value(after, "larch_operation_duration_seconds_bucket", op="search", le="+Inf") == \
         value(after, "larch_operation_duration_seconds_count", op="search")
@@ -132,6 +133,55 @@ def test_health_readiness_and_other_requests(served):
         raise AssertionError("POST accepted")
     except urllib.error.HTTPError as e:
         assert e.code == 405 and e.headers["Allow"] == "GET, HEAD"
+
+
+# Entries of the data directory the slow start loads: about a second of loading on the
+# 2-core test machine, while a poll of /readyz takes a few milliseconds.
+SLOW_START_ENTRIES = 80_000
+
+
+def test_readyz_says_loading_during_a_long_start_then_ready(request, tmp_path):
+    larch_bin = request.config.getoption("--larch-bin")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    srv = LdapServer("larch", tmp_path, larch_bin=larch_bin,
+                     larch_extra_toml=f'\n[metrics]\nlisten = "127.0.0.1:{port}"\n')
+    gen = tmp_path / "gen"
+    subprocess.run([larch_bin, "gen", "-n", str(SLOW_START_ENTRIES), "-o", str(gen), "--password-scheme",
+                    "CLEARTEXT"], check=True, capture_output=True, timeout=60)
+    subprocess.run([larch_bin, "import", "--data", str(srv.workdir / "data"), "--creator", srv.admin_dn,
+                    str(gen / "data.ldif")], check=True, capture_output=True, timeout=60)
+    srv.spawn()
+    try:
+        answers = []  # (status, body) of /readyz, in order, from the first that answered
+        while_loading = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert srv.proc.poll() is None, srv.stderr_tail()
+            try:
+                status, _, body = get(base + "/readyz")
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.002)  # not listening yet
+                continue
+            answers.append((status, body))
+            if status == 200:
+                break
+            if while_loading is None:
+                healthz = get(base + "/healthz")[:1]
+                metrics = get(base + "/metrics")[0]
+                if get(base + "/readyz")[0] == 503:  # still loading after both answers
+                    while_loading = (healthz, metrics)
+            time.sleep(0.005)
+        assert answers, "the metrics endpoint never answered"
+        assert answers[0] == (503, "not ready: the store is loading\n"), answers[:3]
+        assert answers[-1] == (200, "ready\n"), answers[-3:]
+        assert set(answers[:-1]) == {(503, "not ready: the store is loading\n")}
+        assert while_loading == ((200,), 503), while_loading
+        srv.wait_ready()
+        assert value(samples(get(base + "/metrics")[2]), "larch_store_entries") >= SLOW_START_ENTRIES
+    finally:
+        status = srv.stop()
+    assert status == 0, srv.stderr_tail()
 
 
 def test_a_prometheus_server_scrapes_larch(served, tmp_path):

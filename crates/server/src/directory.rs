@@ -27,6 +27,7 @@
 //! log makes its own).
 
 use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::check::check_entry;
@@ -158,6 +159,11 @@ pub struct Directory {
     /// The server-wide count of response octets waiting for clients
     /// ([`crate::output_budget`]).
     pub output_budget: Arc<OutputBudget>,
+    /// When the directory was opened (the start time monitoring reports, also with
+    /// `monitor.enabled = false`).
+    pub started: SystemTime,
+    /// The same moment on the monotonic clock (uptime).
+    pub started_at: Instant,
 }
 
 impl Directory {
@@ -173,6 +179,7 @@ impl Directory {
         config: ServerConfig,
         storage: Arc<dyn Storage>,
     ) -> Result<(Directory, Startup), DirectoryError> {
+        let (started, started_at) = (SystemTime::now(), Instant::now());
         let schema = Arc::new(config.schema()?);
         let suffixes = config.normalized_suffixes(&schema)?;
         let admin_dn = config.normalized_admin_dn(&schema)?;
@@ -230,6 +237,8 @@ impl Directory {
             audit_log: None,
             search_workers,
             output_budget: Arc::new(OutputBudget::default()),
+            started,
+            started_at,
         };
         let mut startup = Startup {
             report,

@@ -101,7 +101,7 @@ impl ServerReport {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let (started, uptime) = match monitor {
             Some(m) => (m.started, m.started_at.elapsed()),
-            None => (SystemTime::now(), Duration::ZERO),
+            None => (dir.started, dir.started_at.elapsed()),
         };
         ServerReport {
             started,

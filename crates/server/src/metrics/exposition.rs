@@ -13,6 +13,8 @@
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use larch_proto::ResultCode;
+
 use crate::monitor::counters::Totals;
 use crate::monitor::kinds::{BindMethod, OpKind};
 use crate::monitor::latency::{upper_bound_micros, LATENCY_BUCKETS};
@@ -81,11 +83,19 @@ fn results(w: &mut Writer, t: &Totals) {
     w.family(
         "larch_results_total",
         "counter",
-        "Responses by LDAP result code (code \"other\": every code above 123).",
+        "Responses by LDAP result code and its RFC 4511 name (code \"other\": every code above \
+         123).",
     );
-    for (code, n) in t.results() {
-        let code = code.map_or_else(|| "other".to_string(), |c| c.to_string());
-        w.sample("larch_results_total", &[("code", &code)], n);
+    // Success always has a sample, so the family is never empty and a rate of it exists
+    // from the first scrape.
+    let success = (Some(0), t.result(0));
+    let counted = t.results().filter(|&(code, _)| code != Some(0));
+    for (code, n) in std::iter::once(success).chain(counted) {
+        let (code, name) = match code {
+            Some(c) => (c.to_string(), ResultCode(c).name().unwrap_or("unnamed")),
+            None => ("other".to_string(), "other"),
+        };
+        w.sample("larch_results_total", &[("code", &code), ("result", name)], n);
     }
 }
 
@@ -533,7 +543,193 @@ fn escape_help(h: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::time::Duration;
+
+    use larch_store::index::IndexKeyCounts;
+    use larch_store::stats::SnapshotRecord;
+    use larch_store::StoreStatsView;
+
     use super::*;
+    use crate::accesslog::AccessLogStats;
+    use crate::auditlog::AuditLogStats;
+    use crate::monitor::counters::Counters;
+    use crate::report::{StoreReport, ThreadReport};
+
+    /// A report with every optional part present, `totals` as given, and an indexed
+    /// attribute whose name needs escaping.
+    fn report(totals: Option<Totals>) -> ServerReport {
+        let started = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        ServerReport {
+            started,
+            now: started + Duration::from_secs(90),
+            uptime: Duration::from_secs(90),
+            totals,
+            connections: None,
+            connection_limit: 1000,
+            threads: ThreadReport {
+                workers: 2,
+                search_threads: 2,
+                search_queued: 1,
+                blocking_max: 8,
+                process: Some(9),
+            },
+            store: StoreReport {
+                entries: 3,
+                lsn: 7,
+                records_since_snapshot: 2,
+                stats: StoreStatsView {
+                    batches: 4,
+                    jobs: 5,
+                    records: 7,
+                    commit_time: Duration::from_millis(3),
+                    commit_max: Duration::from_millis(2),
+                    largest_batch: 2,
+                    snapshots: 1,
+                    last_snapshot: Some(SnapshotRecord {
+                        lsn: 5,
+                        bytes: 4096,
+                        entries: 3,
+                        finished: started + Duration::from_secs(60),
+                        duration: Duration::from_millis(15),
+                        loaded: false,
+                    }),
+                },
+                writable: true,
+                write_halt: None,
+                snapshot_failures: 0,
+                indexes: vec![
+                    (
+                        "cn".into(),
+                        IndexKeyCounts {
+                            equality: 3,
+                            ..IndexKeyCounts::default()
+                        },
+                    ),
+                    ("we\"ird\\name\n".into(), IndexKeyCounts::default()),
+                ],
+                suffixes: vec!["dc=example,dc=com".into()],
+            },
+            access_log: Some(AccessLogStats::default()),
+            audit_log: Some(AuditLogStats::default()),
+            throttle_tracked: 0,
+            output_buffered: 0,
+            resident_bytes: Some(1 << 20),
+            open_files: Some(12),
+        }
+    }
+
+    /// A sample: its name, its labels in order, its value.
+    type Sample = (String, Vec<(String, String)>, f64);
+
+    /// One family of an exposition.
+    #[derive(Debug, Default)]
+    struct Family {
+        kind: String,
+        help: bool,
+        samples: Vec<Sample>,
+    }
+
+    /// The families of `text`, checked against the format as they are read: every family
+    /// named `larch_...` once, `# HELP` then `# TYPE` before its samples, its samples
+    /// together and named after it, label values with only the three escapes, values that
+    /// parse, one line feed after every line.
+    fn parse(text: &str) -> BTreeMap<String, Family> {
+        assert!(text.ends_with('\n'));
+        let mut families: BTreeMap<String, Family> = BTreeMap::new();
+        let mut current: Option<String> = None;
+        let mut pending_help: Option<String> = None;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let (name, help) = rest.split_once(' ').unwrap();
+                assert!(!help.is_empty(), "{line}");
+                assert!(!families.contains_key(name), "{name} declared twice");
+                pending_help = Some(name.to_string());
+                current = None;
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = rest.split_once(' ').unwrap();
+                assert_eq!(pending_help.take().as_deref(), Some(name), "HELP before TYPE");
+                assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
+                assert!(name.starts_with("larch_"), "{name}");
+                assert!(
+                    name.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':'),
+                    "{name}"
+                );
+                if kind == "counter" {
+                    assert!(name.ends_with("_total"), "counter {name}");
+                }
+                families.insert(
+                    name.to_string(),
+                    Family {
+                        kind: kind.to_string(),
+                        help: true,
+                        samples: Vec::new(),
+                    },
+                );
+                current = Some(name.to_string());
+            } else {
+                assert!(!line.starts_with('#'), "{line}");
+                let family = current.as_ref().expect("a sample after its TYPE");
+                let (name, labels, value) = sample(line);
+                let f = families.get_mut(family).unwrap();
+                let allowed: Vec<String> = if f.kind == "histogram" {
+                    ["_bucket", "_sum", "_count"]
+                        .iter()
+                        .map(|s| format!("{family}{s}"))
+                        .collect()
+                } else {
+                    vec![family.clone()]
+                };
+                assert!(allowed.contains(&name), "{name} under {family}");
+                f.samples.push((name, labels, value));
+            }
+        }
+        assert!(pending_help.is_none(), "a HELP without a TYPE");
+        families
+    }
+
+    /// `name{k="v",...} value`.
+    fn sample(line: &str) -> Sample {
+        let (head, value) = line.rsplit_once(' ').unwrap();
+        let value = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("value of {line}")),
+        };
+        let Some((name, rest)) = head.split_once('{') else {
+            return (head.to_string(), Vec::new(), value);
+        };
+        let body = rest.strip_suffix('}').expect(line);
+        let mut labels = Vec::new();
+        let mut chars = body.chars().peekable();
+        while chars.peek().is_some() {
+            let key: String = chars.by_ref().take_while(|&c| c != '=').collect();
+            assert_eq!(chars.next(), Some('"'), "{line}");
+            let mut v = String::new();
+            loop {
+                match chars.next().expect(line) {
+                    '"' => break,
+                    '\\' => match chars.next() {
+                        Some('\\') => v.push('\\'),
+                        Some('"') => v.push('"'),
+                        Some('n') => v.push('\n'),
+                        other => panic!("escape {other:?} in {line}"),
+                    },
+                    '\n' => panic!("raw line feed in {line}"),
+                    c => v.push(c),
+                }
+            }
+            labels.push((key, v));
+            if chars.peek() == Some(&',') {
+                chars.next();
+            }
+        }
+        (name.to_string(), labels, value)
+    }
+
+    fn label<'a>(labels: &'a [(String, String)], key: &str) -> Option<&'a str> {
+        labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
 
     #[test]
     fn label_values_and_help_are_escaped() {
@@ -541,6 +737,14 @@ mod tests {
         escape_label(&mut s, "a\"b\\c\nd");
         assert_eq!(s, "a\\\"b\\\\c\\nd");
         assert_eq!(escape_help("x\\y\nz"), "x\\\\y\\nz");
+        // Through a whole rendering: the attribute name comes back as it was.
+        let families = parse(&render(&report(Some(Counters::new().totals()))));
+        let attrs: BTreeSet<&str> = families["larch_index_keys"]
+            .samples
+            .iter()
+            .filter_map(|(_, l, _)| label(l, "attribute"))
+            .collect();
+        assert_eq!(attrs, BTreeSet::from(["cn", "we\"ird\\name\n"]));
     }
 
     #[test]
@@ -549,5 +753,179 @@ mod tests {
         assert_eq!(format_seconds(4096e-6), "0.004096");
         assert_eq!(format_seconds(4.194304), "4.194304");
         assert_eq!(format_seconds(1.0), "1");
+    }
+
+    #[test]
+    fn every_family_has_help_and_type_and_the_listed_families_are_there() {
+        let text = render(&report(Some(Counters::new().totals())));
+        let families = parse(&text);
+        for (name, f) in &families {
+            assert!(f.help, "{name}");
+            assert!(!f.samples.is_empty(), "{name} has no sample");
+        }
+        for name in [
+            "larch_build_info",
+            "larch_start_time_seconds",
+            "larch_uptime_seconds",
+            "larch_operations_initiated_total",
+            "larch_operations_completed_total",
+            "larch_results_total",
+            "larch_operation_duration_seconds",
+            "larch_entries_sent_total",
+            "larch_references_sent_total",
+            "larch_sent_bytes_total",
+            "larch_pdus_sent_total",
+            "larch_undecodable_requests_total",
+            "larch_connections",
+            "larch_connections_accepted_total",
+            "larch_connections_refused_total",
+            "larch_connections_closed_total",
+            "larch_connection_limit",
+            "larch_tls_handshakes_total",
+            "larch_binds_total",
+            "larch_store_entries",
+            "larch_store_lsn",
+            "larch_store_records_since_snapshot",
+            "larch_store_writable",
+            "larch_store_commit_batches_total",
+            "larch_store_commit_jobs_total",
+            "larch_store_commit_records_total",
+            "larch_store_commit_seconds_total",
+            "larch_store_commit_max_seconds",
+            "larch_store_largest_batch_jobs",
+            "larch_store_snapshots_total",
+            "larch_store_snapshot_failures",
+            "larch_store_last_snapshot_timestamp_seconds",
+            "larch_store_last_snapshot_duration_seconds",
+            "larch_store_last_snapshot_bytes",
+            "larch_index_keys",
+            "larch_access_log_lines_written_total",
+            "larch_access_log_records_dropped_total",
+            "larch_access_log_lines_lost_total",
+            "larch_access_log_write_errors_total",
+            "larch_audit_log_records_written_total",
+            "larch_audit_log_changes_skipped_total",
+            "larch_audit_log_records_lost_total",
+            "larch_bind_throttle_tracked",
+            "larch_output_buffered_bytes",
+            "larch_threads",
+            "larch_searches_waiting",
+            "larch_process_threads",
+            "larch_process_resident_memory_bytes",
+            "larch_process_open_fds",
+        ] {
+            assert!(families.contains_key(name), "{name} missing");
+        }
+        let build = &families["larch_build_info"].samples[0];
+        assert_eq!(label(&build.1, "version"), Some(SERVER_VERSION));
+        assert_eq!(build.2, 1.0);
+        assert_eq!(families["larch_start_time_seconds"].samples[0].2, 1_700_000_000.0);
+        // Every kind of operation, every closure reason, both bind results.
+        let ops: BTreeSet<&str> = families["larch_operations_completed_total"]
+            .samples
+            .iter()
+            .filter_map(|(_, l, _)| label(l, "op"))
+            .collect();
+        assert_eq!(ops.len(), OpKind::ALL.len());
+        let reasons = families["larch_connections_closed_total"].samples.len();
+        assert_eq!(reasons, (1..=u8::MAX).map_while(CloseReason::from_u8).count());
+        assert!(reasons > 0);
+    }
+
+    #[test]
+    fn latency_buckets_are_cumulative_with_the_sum_in_seconds() {
+        let counters = Counters::new();
+        counters.count(|t| {
+            t.completed(OpKind::Search, 500); // 1 µs
+            t.completed(OpKind::Search, 1_000); // 1 µs
+            t.completed(OpKind::Search, 3_000); // 4 µs
+            t.completed(OpKind::Search, 1_500_000); // 2,048 µs
+            t.completed(OpKind::Search, 10_000_000_000); // over 4.2 s: +Inf only
+            t.completed(OpKind::Compare, 2_000);
+            t.result(49);
+            t.result(49);
+            t.result(4096);
+        });
+        let families = parse(&render(&report(Some(counters.totals()))));
+        let h = &families["larch_operation_duration_seconds"];
+        assert_eq!(h.kind, "histogram");
+        let search: Vec<_> = h
+            .samples
+            .iter()
+            .filter(|(_, l, _)| label(l, "op") == Some("search"))
+            .collect();
+        let buckets: Vec<(f64, f64)> = search
+            .iter()
+            .filter(|(n, _, _)| n.ends_with("_bucket"))
+            .map(|(_, l, v)| {
+                let le = label(l, "le").unwrap();
+                let le = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().unwrap()
+                };
+                (le, *v)
+            })
+            .collect();
+        assert_eq!(buckets.len(), LATENCY_BUCKETS);
+        assert!(buckets.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(buckets.last().unwrap().0, f64::INFINITY);
+        let at = |le: f64| buckets.iter().find(|b| b.0 == le).unwrap().1;
+        assert_eq!(at(0.000001), 2.0);
+        assert_eq!(at(0.000002), 2.0);
+        assert_eq!(at(0.000004), 3.0);
+        assert_eq!(at(0.001024), 3.0);
+        assert_eq!(at(0.002048), 4.0);
+        assert_eq!(at(4.194304), 4.0);
+        assert_eq!(at(f64::INFINITY), 5.0);
+        let one = |suffix: &str| search.iter().find(|(n, _, _)| n.ends_with(suffix)).unwrap().2;
+        assert_eq!(one("_count"), 5.0);
+        let sum = (500 + 1_000 + 3_000 + 1_500_000 + 10_000_000_000u64) as f64 / 1e9;
+        assert!((one("_sum") - sum).abs() < 1e-9, "{}", one("_sum"));
+        // Results by code and name; success is there though none was counted.
+        let results: BTreeMap<(&str, &str), f64> = families["larch_results_total"]
+            .samples
+            .iter()
+            .map(|(_, l, v)| ((label(l, "code").unwrap(), label(l, "result").unwrap()), *v))
+            .collect();
+        assert_eq!(
+            results,
+            BTreeMap::from([
+                (("0", "success"), 0.0),
+                (("49", "invalidCredentials"), 2.0),
+                (("other", "other"), 1.0),
+            ])
+        );
+    }
+
+    #[test]
+    fn without_counters_only_the_store_log_thread_and_process_families_remain() {
+        let families = parse(&render(&report(None)));
+        for gone in [
+            "larch_operations_initiated_total",
+            "larch_operations_completed_total",
+            "larch_results_total",
+            "larch_operation_duration_seconds",
+            "larch_sent_bytes_total",
+            "larch_connections",
+            "larch_connections_accepted_total",
+            "larch_binds_total",
+        ] {
+            assert!(!families.contains_key(gone), "{gone}");
+        }
+        for kept in [
+            "larch_build_info",
+            "larch_start_time_seconds",
+            "larch_uptime_seconds",
+            "larch_store_entries",
+            "larch_store_commit_batches_total",
+            "larch_index_keys",
+            "larch_access_log_lines_written_total",
+            "larch_threads",
+            "larch_process_resident_memory_bytes",
+            "larch_process_open_fds",
+        ] {
+            assert!(families.contains_key(kept), "{kept}");
+        }
     }
 }
