@@ -5,8 +5,9 @@
 //! told when each operation starts and how it ended, and what happens to each connection,
 //! and counts it in this thread's slot of [`counters::Counters`] (nothing shared is
 //! written per operation). Connections are listed in [`connections::ConnectionTable`] when
-//! accepted and taken off when closed; what changes per operation is written by the
-//! session into the connection's own [`connections::ConnectionStats`].
+//! accepted and taken off when closed; what changes per operation (operations received and
+//! completed, the bound DN) is written by the session into the connection's own
+//! [`connections::ConnectionStats`].
 //!
 //! Readers ([`crate::dse::monitor`] for `cn=Monitor`, the metrics endpoint) take
 //! [`Monitor::totals`] and [`Monitor::connections`] and add what the store and the logs
@@ -120,11 +121,6 @@ impl Observer for Monitor {
                 t.bind(method, ok);
             }
         });
-        if let Some((_, true)) = bind {
-            if let Some(c) = self.connections.get(o.conn) {
-                c.bound(o.identity.dn());
-            }
-        }
     }
 
     fn connection(&self, event: &ConnectionEvent<'_>) {

@@ -7,7 +7,7 @@
 //!    administrator (`insufficientAccessRights`, 50, for anyone else: a backup copies every
 //!    entry, passwords included, and writes where the server may write); the value must
 //!    decode (`protocolError`, 2) and name the directory in UTF-8;
-//! 2. the backup runs on a blocking thread ([`larch_store::Store::backup`]: a snapshot from
+//! 2. the backup runs on a thread of its own ([`larch_store::Store::backup`]: a snapshot from
 //!    the current version, paced, then the log after it, the manifest last), so the
 //!    connection goes on reading and answering meanwhile;
 //! 3. a directory that is not absolute, or exists and is not empty, is refused with
@@ -62,12 +62,24 @@ impl Session {
         };
         let tx = self.out_tx.clone();
         let completion = self.completion(trace, pdu, self.identity.clone());
+        // A thread of its own, not tokio's blocking pool: that pool is sized for the slow
+        // password checks (`password::gate::blocking_threads`), and a backup holds its
+        // thread for seconds to minutes.
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let started = std::thread::Builder::new()
+            .name("larch-backup".into())
+            .spawn(move || {
+                let _ = done_tx.send(store.backup(&to, &options));
+            });
         tokio::spawn(async move {
-            let taken = tokio::task::spawn_blocking(move || store.backup(&to, &options)).await;
+            let taken = match started {
+                Ok(_) => done_rx.await.ok(),
+                Err(_) => None,
+            };
             let reply = match taken {
-                Ok(Ok(report)) => success(&report),
-                Ok(Err(e)) => Reply::from(refusal(e)),
-                Err(_) => Reply::from(OpError::new(ResultCode::OTHER, "the backup did not complete")),
+                Some(Ok(report)) => success(&report),
+                Some(Err(e)) => Reply::from(refusal(e)),
+                None => Reply::from(OpError::new(ResultCode::OTHER, "the backup did not complete")),
             };
             let mut out = Vec::new();
             completion.complete(&mut out, Ending::reply(op_tag::EXTENDED_RESPONSE, &reply));

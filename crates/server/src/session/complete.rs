@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use larch_proto::MessageId;
+use larch_proto::{op_tag, MessageId, ResultCode};
 
 use super::Session;
 use crate::directory::Directory;
@@ -111,6 +111,12 @@ fn finish(
     // A Notice of Disconnection (operation -1) answers no operation the connection read.
     if let (Some(s), true) = (stats, trace.op >= 0) {
         s.completed();
+        // A Bind's identity is the one it established (cn=Monitor's
+        // monitorConnectionAuthzDN).
+        let bound = ending.reply.is_some_and(|r| r.code == ResultCode::SUCCESS);
+        if trace.request_tag == op_tag::BIND_REQUEST && bound {
+            s.bound(identity.dn());
+        }
     }
     if dir.observers.is_empty() {
         return;
