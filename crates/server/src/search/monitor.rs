@@ -28,6 +28,7 @@ use larch_model::filter::CompiledFilter;
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_proto::{ResultCode, SearchScope, SeqOf};
 
+use crate::acl::rule::in_monitor;
 use crate::acl::{EntryAccess, Privileges, Requester, Target, What};
 use crate::directory::Directory;
 use crate::dse::monitor::{monitor_entries, MONITOR_DN};
@@ -84,12 +85,13 @@ pub(super) fn search(
     s: &MonitorSearch<'_>,
 ) -> Result<Option<MonitorAnswer>, OpError> {
     let schema = &*dir.schema;
+    // Every search passes here: a string comparison decides, before anything is built.
+    if dir.monitor.is_none() || !in_monitor(s.base) {
+        return Ok(None);
+    }
     let Some(root) = monitor_dn(schema) else {
         return Ok(None);
     };
-    if dir.monitor.is_none() || !s.base.is_within(&root) {
-        return Ok(None);
-    }
     // The connections' entries only when the scope can hold them.
     let connections = NormDn::from_normalized(&format!("cn=connections,{}", root.as_str()));
     let with_connections = match s.scope {
