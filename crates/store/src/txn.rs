@@ -25,13 +25,14 @@ use crate::error::StoreError;
 use crate::record::EntryId;
 use crate::version::{rdn_parts, Lookup, Version};
 use crate::wal::record::Change;
-use crate::wal::MAX_RECORD_PAYLOAD;
+use crate::wal::{LogRecord, MAX_RECORD_PAYLOAD};
 
 /// The writer's view of the next version, handed to write closures.
 pub struct WriteTxn<'a> {
     pub(crate) version: &'a mut Version,
-    /// Encoded WAL payloads of the changes made, in order.
-    pub(crate) log: &'a mut Vec<Vec<u8>>,
+    /// The WAL records of the changes made, in order (the writer marks each job's records
+    /// as one commit unit).
+    pub(crate) log: &'a mut Vec<LogRecord>,
     pub(crate) scratch: &'a mut Vec<u8>,
     /// The changes themselves, one per payload, kept only when the change feed has
     /// subscribers (`keep_changes`); otherwise each is dropped once encoded, as it always was.
@@ -77,7 +78,7 @@ impl WriteTxn<'_> {
 
     /// Logs one applied change: its payload for the log, the change itself for the feed.
     fn logged(&mut self, record: Vec<u8>, change: Change) {
-        self.log.push(record);
+        self.log.push(LogRecord::single(record));
         if self.keep_changes {
             self.changes.push(change);
         }

@@ -9,6 +9,10 @@
 //!    (its roots only) and runs the jobs one after another on the clone through a
 //!    [`WriteTxn`]; each change is applied copy-on-write and encoded as a log record. Nodes
 //!    copied once in a batch are owned by the clone, so later jobs change them in place.
+//!    The records of one job form one commit unit of the log (every record but its last
+//!    marked as continuing), so a crash never leaves part of a job in the log: a subtree
+//!    delete, or a write whose hooks changed other entries, is replayed whole or not at
+//!    all.
 //! 3. It hands all records of the batch to the log and waits for the last one: the log's
 //!    group commit makes one fsync cover the whole batch (and jobs queued meanwhile form the
 //!    next batch).
@@ -37,7 +41,7 @@ use crate::txn::WriteTxn;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
 use crate::wal::record::Change;
-use crate::wal::{Lsn, Wal};
+use crate::wal::{LogRecord, Lsn, Wal};
 
 /// Jobs waiting for the writer before submitters block.
 pub const MAX_QUEUED_WRITES: usize = 4096;
@@ -73,7 +77,7 @@ pub(crate) fn run(
     let feed = CloseFeed(feed);
     let mut current = cell.load();
     let mut failed: Option<Arc<WriteHalt>> = None;
-    let mut log: Vec<Vec<u8>> = Vec::new();
+    let mut log: Vec<LogRecord> = Vec::new();
     // The batch's changes for the feed, kept only while it has subscribers.
     let mut kept: Vec<Change> = Vec::new();
     let mut scratch: Vec<u8> = Vec::with_capacity(1024);
@@ -112,6 +116,7 @@ pub(crate) fn run(
                 keep_changes,
             };
             let finish = job(Ok(&mut txn));
+            mark_unit(log.get_mut(before..).unwrap_or_default());
             finishers.push((finish, log.len() > before));
         }
         if log.is_empty() {
@@ -153,9 +158,19 @@ pub(crate) fn run(
     }
 }
 
+/// Makes one job's records one commit unit: each continues but the last.
+fn mark_unit(records: &mut [LogRecord]) {
+    let Some((_, rest)) = records.split_last_mut() else {
+        return;
+    };
+    for record in rest {
+        record.continues = true;
+    }
+}
+
 /// Hands the records to the log at once and waits for the last; returns the first and
 /// last LSNs (consecutive: this thread is the log's only writer).
-fn log_batch(wal: &Wal, log: &mut Vec<Vec<u8>>) -> Result<(Lsn, Lsn), StoreError> {
+fn log_batch(wal: &Wal, log: &mut Vec<LogRecord>) -> Result<(Lsn, Lsn), StoreError> {
     let Some((first, last)) = wal.submit_batch(std::mem::take(log))? else {
         return Err(StoreError::Closed);
     };

@@ -3,8 +3,9 @@
 
 use larch_store::wal::record::{Change, ChangeDecodeError};
 use larch_store::wal::{
-    decode_header, decode_record, encode_header, encode_record, parse_segment_name, segment_name, Corruption,
-    MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
+    decode_header, decode_record, encode_header, encode_record, parse_segment_name, record_crc_v1,
+    segment_name, Corruption, SegmentHeader, FORMAT_VERSION, FORMAT_VERSION_1, MAX_RECORD_PAYLOAD,
+    RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
 };
 use proptest::prelude::*;
 
@@ -37,19 +38,37 @@ fn header_bytes_are_exact() {
     encode_header(0x0102, &mut h);
     assert_eq!(h.len(), SEGMENT_HEADER_LEN);
     assert_eq!(&h[..8], b"LARCHWAL");
-    assert_eq!(&h[8..12], &[1, 0, 0, 0]);
+    assert_eq!(&h[8..12], &[2, 0, 0, 0]);
     assert_eq!(&h[12..20], &[0x02, 0x01, 0, 0, 0, 0, 0, 0]);
     assert_eq!(&h[20..], &crc32c::crc32c(&h[..20]).to_le_bytes());
-    assert_eq!(decode_header(&h), Ok(0x0102));
+    assert_eq!(
+        decode_header(&h),
+        Ok(SegmentHeader {
+            first_lsn: 0x0102,
+            version: 2
+        })
+    );
+    // A format-1 header is still read.
+    let mut old = h.clone();
+    old[8] = 1;
+    let crc = crc32c::crc32c(&old[..20]).to_le_bytes();
+    old[20..].copy_from_slice(&crc);
+    assert_eq!(
+        decode_header(&old),
+        Ok(SegmentHeader {
+            first_lsn: 0x0102,
+            version: 1
+        })
+    );
     assert_eq!(decode_header(&h[..23]), Err(Corruption::Incomplete));
     let mut bad = h.clone();
     bad[0] ^= 1;
     assert_eq!(decode_header(&bad), Err(Corruption::BadMagic));
     let mut bad = h.clone();
-    bad[8] = 2;
+    bad[8] = 3;
     assert_eq!(
         decode_header(&bad),
-        Err(Corruption::UnsupportedVersion { version: 2 })
+        Err(Corruption::UnsupportedVersion { version: 3 })
     );
     let mut bad = h.clone();
     bad[15] ^= 1;
@@ -58,43 +77,83 @@ fn header_bytes_are_exact() {
 
 #[test]
 fn record_bytes_are_exact() {
-    let mut r = Vec::new();
-    encode_record(7, b"abc", &mut r);
-    let mut crc_input = 7u64.to_le_bytes().to_vec();
-    crc_input.extend_from_slice(b"abc");
-    let mut expect = vec![3, 0, 0, 0];
-    expect.extend_from_slice(&crc32c::crc32c(&crc_input).to_le_bytes());
-    expect.extend_from_slice(&[7, 0, 0, 0, 0, 0, 0, 0]);
-    expect.extend_from_slice(b"abc");
-    assert_eq!(r, expect);
-    let f = decode_record(&r, 0, 7).unwrap();
-    assert_eq!((f.lsn, f.payload, f.end), (7, &b"abc"[..], RECORD_HEADER_LEN + 3));
-    assert_eq!(
-        decode_record(&r, 0, 8),
-        Err(Corruption::UnexpectedLsn {
-            expected: 8,
-            found: 7
-        })
-    );
-    for cut in 0..r.len() {
+    for continues in [false, true] {
+        let mut r = Vec::new();
+        encode_record(7, b"abc", continues, &mut r);
+        let word: [u8; 4] = if continues { [3, 0, 0, 0x80] } else { [3, 0, 0, 0] };
+        let mut crc_input = word.to_vec();
+        crc_input.extend_from_slice(&7u64.to_le_bytes());
+        crc_input.extend_from_slice(b"abc");
+        let mut expect = word.to_vec();
+        expect.extend_from_slice(&crc32c::crc32c(&crc_input).to_le_bytes());
+        expect.extend_from_slice(&[7, 0, 0, 0, 0, 0, 0, 0]);
+        expect.extend_from_slice(b"abc");
+        assert_eq!(r, expect);
+        let f = decode_record(&r, 0, 7, FORMAT_VERSION).unwrap();
         assert_eq!(
-            decode_record(&r[..cut], 0, 7),
-            Err(Corruption::Incomplete),
-            "cut {cut}"
+            (f.lsn, f.payload, f.continues, f.end),
+            (7, &b"abc"[..], continues, RECORD_HEADER_LEN + 3)
         );
+        assert_eq!(
+            decode_record(&r, 0, 8, FORMAT_VERSION),
+            Err(Corruption::UnexpectedLsn {
+                expected: 8,
+                found: 7
+            })
+        );
+        for cut in 0..r.len() {
+            assert_eq!(
+                decode_record(&r[..cut], 0, 7, FORMAT_VERSION),
+                Err(Corruption::Incomplete),
+                "cut {cut}"
+            );
+        }
+        // The checksum covers every octet but its own, the continues bit included.
+        for i in (0..r.len()).filter(|i| !(4..8).contains(i)) {
+            for bit in [0x10, 0x80] {
+                let mut bad = r.clone();
+                bad[i] ^= bit;
+                let got = decode_record(&bad, 0, 7, FORMAT_VERSION);
+                assert!(
+                    matches!(
+                        got,
+                        Err(Corruption::Checksum
+                            | Corruption::Incomplete
+                            | Corruption::LengthTooLarge { .. })
+                    ),
+                    "flip {bit:#x} at {i}: {got:?}"
+                );
+            }
+        }
     }
-    for i in 4..r.len() {
-        let mut bad = r.clone();
-        bad[i] ^= 0x10;
-        assert_eq!(decode_record(&bad, 0, 7), Err(Corruption::Checksum), "flip {i}");
-    }
+    let mut r = Vec::new();
+    encode_record(7, b"abc", false, &mut r);
     let mut huge = r.clone();
     huge[..4].copy_from_slice(&(MAX_RECORD_PAYLOAD as u32 + 1).to_le_bytes());
     assert_eq!(
-        decode_record(&huge, 0, 7),
+        decode_record(&huge, 0, 7, FORMAT_VERSION),
         Err(Corruption::LengthTooLarge {
             len: MAX_RECORD_PAYLOAD as u32 + 1
         })
+    );
+}
+
+#[test]
+fn format_1_records_decode_and_never_continue() {
+    let mut r = vec![3, 0, 0, 0];
+    r.extend_from_slice(&record_crc_v1(7, b"abc").to_le_bytes());
+    r.extend_from_slice(&7u64.to_le_bytes());
+    r.extend_from_slice(b"abc");
+    let f = decode_record(&r, 0, 7, FORMAT_VERSION_1).unwrap();
+    assert_eq!((f.lsn, f.payload, f.continues), (7, &b"abc"[..], false));
+    // The same octets are not a format-2 record (its checksum covers the length word).
+    assert_eq!(decode_record(&r, 0, 7, FORMAT_VERSION), Err(Corruption::Checksum));
+    // In format 1 the top bit is part of the length: above the limit.
+    let mut flagged = r.clone();
+    flagged[3] = 0x80;
+    assert_eq!(
+        decode_record(&flagged, 0, 7, FORMAT_VERSION_1),
+        Err(Corruption::LengthTooLarge { len: 0x8000_0003 })
     );
 }
 
@@ -193,7 +252,7 @@ fn an_old_form_delete_record_decodes_with_empty_attributes() {
         0xa2, 0x18, 0x04, 0x16, b'c', b'n', b'=', b'a', b',', b'd', b'c', b'=', b'e', b'x', b'a', b'm', b'p',
         b'l', b'e', b',', b'd', b'c', b'=', b'c', b'o', b'm',
     ];
-    let f = decode_record(&frame, 0, 7).unwrap();
+    let f = decode_record(&frame, 0, 7, FORMAT_VERSION_1).unwrap();
     assert_eq!(f.end, frame.len());
     let change = Change::decode(f.payload).unwrap();
     assert_eq!(
@@ -246,11 +305,16 @@ proptest! {
     }
 
     #[test]
-    fn records_round_trip(lsn in 1u64.., payload in proptest::collection::vec(any::<u8>(), 0..500)) {
+    fn records_round_trip(
+        lsn in 1u64..,
+        payload in proptest::collection::vec(any::<u8>(), 0..500),
+        continues in any::<bool>(),
+    ) {
         let mut buf = vec![9; 5];
-        encode_record(lsn, &payload, &mut buf);
-        let f = decode_record(&buf, 5, lsn).unwrap();
+        encode_record(lsn, &payload, continues, &mut buf);
+        let f = decode_record(&buf, 5, lsn, FORMAT_VERSION).unwrap();
         prop_assert_eq!(f.payload, &payload[..]);
+        prop_assert_eq!(f.continues, continues);
         prop_assert_eq!(f.end, buf.len());
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use larch_store::storage::{FaultStorage, Storage};
 use larch_store::wal::record::Change;
-use larch_store::wal::{recover, segment_name, Wal, WalOptions};
+use larch_store::wal::{recover, segment_name, LogRecord, Wal, WalOptions};
 
 fn seeds_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/wal_read")
@@ -21,6 +21,25 @@ fn segment(payloads: &[Vec<u8>]) -> Vec<u8> {
     for p in payloads {
         wal.append(p).unwrap();
     }
+    wal.close().unwrap();
+    s.read(&dir.join(segment_name(1))).unwrap()
+}
+
+/// Segment 1 of a log holding one record, then these payloads as one commit unit.
+fn unit_segment(payloads: &[Vec<u8>]) -> Vec<u8> {
+    let s = FaultStorage::new(0);
+    let dir = Path::new("/wal");
+    let (wal, _) = Wal::open(Arc::new(s.clone()), dir, WalOptions::default()).unwrap();
+    wal.append(b"before").unwrap();
+    let records = payloads
+        .iter()
+        .map(|p| LogRecord {
+            payload: p.clone(),
+            continues: true,
+        })
+        .collect();
+    let (_, last) = wal.submit_batch(records).unwrap().unwrap();
+    wal.wait_for(last).unwrap();
     wal.close().unwrap();
     s.read(&dir.join(segment_name(1))).unwrap()
 }
@@ -49,12 +68,17 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let changes_segment = segment(&change_payloads);
     let mut torn = changes_segment.clone();
     torn.truncate(torn.len() - 3);
+    let unit = unit_segment(&change_payloads);
+    let mut torn_unit = unit.clone();
+    torn_unit.truncate(torn_unit.len() - 3);
     vec![
         ("empty-segment", segment(&[])),
         ("one-record", segment(&[b"hello".to_vec()])),
         ("changes", changes_segment),
         ("torn-tail", torn),
         ("empty-payloads", segment(&[vec![], vec![], vec![1]])),
+        ("unit", unit),
+        ("torn-unit", torn_unit),
     ]
 }
 
@@ -76,6 +100,10 @@ fn fuzz_seeds_are_current_and_recover() {
         let s = FaultStorage::new(0);
         s.put_durable(&Path::new("/wal").join(segment_name(1)), &bytes);
         let report = recover(&s, Path::new("/wal")).unwrap();
-        assert_eq!(report.cut.is_some(), name == "torn-tail", "{name}");
+        let torn = name.starts_with("torn-");
+        assert_eq!(report.cut.is_some(), torn, "{name}");
+        if name == "torn-unit" {
+            assert_eq!(report.records, 1, "the whole unit is cut");
+        }
     }
 }

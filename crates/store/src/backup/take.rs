@@ -167,14 +167,14 @@ fn copy_log(
         let data = storage
             .read(&seg.path)
             .map_err(BackupError::io("read", &seg.path))?;
-        match decode_header(&data) {
-            Ok(lsn) if lsn == seg.first_lsn => {}
+        let version = match decode_header(&data) {
+            Ok(header) if header.first_lsn == seg.first_lsn => header.version,
             _ => return Err(source(format!("{}: bad segment header", seg.path.display()))),
-        }
+        };
         let mut offset = SEGMENT_HEADER_LEN;
         let mut lsn = seg.first_lsn;
         while offset < data.len() && lsn <= end {
-            let frame = decode_record(&data, offset, lsn).map_err(|problem| {
+            let frame = decode_record(&data, offset, lsn, version).map_err(|problem| {
                 source(format!(
                     "{}: record at offset {offset}: {problem}",
                     seg.path.display()

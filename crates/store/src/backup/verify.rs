@@ -107,8 +107,8 @@ fn check_log(storage: &dyn Storage, from: &Path, manifest: &Manifest) -> Result<
     for entry in manifest.segments() {
         let path = from.join(&entry.path);
         let data = storage.read(&path).map_err(BackupError::io("read", &path))?;
-        let first = match decode_header(&data) {
-            Ok(lsn) => lsn,
+        let (first, version) = match decode_header(&data) {
+            Ok(header) => (header.first_lsn, header.version),
             Err(problem) => {
                 return Err(BackupError::damaged(
                     &path,
@@ -133,12 +133,24 @@ fn check_log(storage: &dyn Storage, from: &Path, manifest: &Manifest) -> Result<
         }
         let mut offset = SEGMENT_HEADER_LEN;
         let mut lsn = first;
+        let mut in_unit = false;
         while offset < data.len() {
-            let frame = decode_record(&data, offset, lsn).map_err(|problem| {
+            let frame = decode_record(&data, offset, lsn, version).map_err(|problem| {
                 BackupError::damaged(&path, format!("log record at offset {offset}: {problem}"))
             })?;
             offset = frame.end;
+            in_unit = frame.continues;
             lsn += 1;
+        }
+        // A backup ends at a published version, and units never span segments.
+        if in_unit {
+            return Err(BackupError::damaged(
+                &path,
+                format!(
+                    "the segment ends inside a write of several records (LSN {})",
+                    lsn - 1
+                ),
+            ));
         }
         next = Some(lsn);
     }

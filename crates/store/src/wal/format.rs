@@ -3,8 +3,16 @@
 
 /// The first 8 octets of every segment.
 pub const MAGIC: [u8; 8] = *b"LARCHWAL";
-/// The format version written in the segment header; readers refuse any other.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version written in the segment header of new segments. Readers accept it and
+/// [`FORMAT_VERSION_1`]; they refuse any other.
+pub const FORMAT_VERSION: u32 = 2;
+/// The first format: no commit units (no record continues), and a record checksum that
+/// leaves the length out. Still read; never written into.
+pub const FORMAT_VERSION_1: u32 = 1;
+/// In format 2, the bit of a record's length word that says the record *continues*: the
+/// next record belongs to the same commit unit (the changes of one write, which recovery
+/// keeps all or none of).
+pub const CONTINUES: u32 = 1 << 31;
 /// Octets of the segment header: magic, version, first LSN, header CRC32C.
 pub const SEGMENT_HEADER_LEN: usize = 24;
 /// Octets of a record frame before its payload: length, CRC32C, LSN.
@@ -52,6 +60,10 @@ pub enum Corruption {
     /// The record's CRC32C does not match its LSN and payload.
     #[error("record checksum mismatch")]
     Checksum,
+    /// The log ends inside a commit unit: its last record says the next belongs to the same
+    /// unit, and there is no next. Recovery cuts the whole unit at the end of the log.
+    #[error("the log ends inside a write of several records")]
+    UnfinishedUnit,
     /// The record's LSN is not the next in sequence.
     #[error("expected LSN {expected}, found {found}")]
     UnexpectedLsn {
@@ -97,14 +109,23 @@ pub fn encode_header(first_lsn: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
-/// Checks a segment header at the start of `buf`; returns the first LSN it declares.
-pub fn decode_header(buf: &[u8]) -> Result<u64, Corruption> {
+/// What a segment header declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentHeader {
+    /// The LSN of the segment's first record.
+    pub first_lsn: u64,
+    /// The format of its records ([`FORMAT_VERSION`] or [`FORMAT_VERSION_1`]).
+    pub version: u32,
+}
+
+/// Checks a segment header at the start of `buf`.
+pub fn decode_header(buf: &[u8]) -> Result<SegmentHeader, Corruption> {
     let header = buf.get(..SEGMENT_HEADER_LEN).ok_or(Corruption::Incomplete)?;
     if header.get(..8) != Some(&MAGIC[..]) {
         return Err(Corruption::BadMagic);
     }
     let version = le_u32(header, 8).ok_or(Corruption::Incomplete)?;
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && version != FORMAT_VERSION_1 {
         return Err(Corruption::UnsupportedVersion { version });
     }
     let first_lsn = le_u64(header, 12).ok_or(Corruption::Incomplete)?;
@@ -112,20 +133,31 @@ pub fn decode_header(buf: &[u8]) -> Result<u64, Corruption> {
     if crc32c::crc32c(header.get(..20).unwrap_or_default()) != crc {
         return Err(Corruption::HeaderChecksum);
     }
-    Ok(first_lsn)
+    Ok(SegmentHeader { first_lsn, version })
 }
 
-/// The CRC32C of a record: over the LSN's 8 little-endian octets, then the payload.
-pub fn record_crc(lsn: u64, payload: &[u8]) -> u32 {
+/// The CRC32C of a record: over the length word's 4 little-endian octets (the
+/// [`CONTINUES`] bit included), the LSN's 8, then the payload. (Format 1 left the length
+/// out: [`record_crc_v1`].)
+pub fn record_crc(word: u32, lsn: u64, payload: &[u8]) -> u32 {
+    let head = crc32c::crc32c_append(crc32c::crc32c(&word.to_le_bytes()), &lsn.to_le_bytes());
+    crc32c::crc32c_append(head, payload)
+}
+
+/// The CRC32C of a format-1 record: over the LSN's 8 little-endian octets, then the payload.
+pub fn record_crc_v1(lsn: u64, payload: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&lsn.to_le_bytes()), payload)
 }
 
-/// Appends one record frame. The caller has checked `payload.len() <= MAX_RECORD_PAYLOAD`.
-pub fn encode_record(lsn: u64, payload: &[u8], out: &mut Vec<u8>) {
+/// Appends one record frame in the current format; `continues` when the next record
+/// belongs to the same commit unit. The caller has checked
+/// `payload.len() <= MAX_RECORD_PAYLOAD`.
+pub fn encode_record(lsn: u64, payload: &[u8], continues: bool, out: &mut Vec<u8>) {
     debug_assert!(payload.len() <= MAX_RECORD_PAYLOAD);
     let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&record_crc(lsn, payload).to_le_bytes());
+    let word = if continues { len | CONTINUES } else { len };
+    out.extend_from_slice(&word.to_le_bytes());
+    out.extend_from_slice(&record_crc(word, lsn, payload).to_le_bytes());
     out.extend_from_slice(&lsn.to_le_bytes());
     out.extend_from_slice(payload);
 }
@@ -137,22 +169,39 @@ pub struct Frame<'a> {
     pub lsn: u64,
     /// The record's payload.
     pub payload: &'a [u8],
+    /// The next record belongs to the same commit unit (always false in format 1).
+    pub continues: bool,
     /// Offset just after the frame.
     pub end: usize,
 }
 
-/// Decodes the record frame at `offset` of `segment`, which must carry `expected_lsn`.
-pub fn decode_record(segment: &[u8], offset: usize, expected_lsn: u64) -> Result<Frame<'_>, Corruption> {
-    let len = le_u32(segment, offset).ok_or(Corruption::Incomplete)?;
+/// Decodes the record frame at `offset` of a segment of format `version`, which must carry
+/// `expected_lsn`.
+pub fn decode_record(
+    segment: &[u8],
+    offset: usize,
+    expected_lsn: u64,
+    version: u32,
+) -> Result<Frame<'_>, Corruption> {
+    let word = le_u32(segment, offset).ok_or(Corruption::Incomplete)?;
     let crc = le_u32(segment, offset.saturating_add(4)).ok_or(Corruption::Incomplete)?;
     let lsn = le_u64(segment, offset.saturating_add(8)).ok_or(Corruption::Incomplete)?;
+    // Format 1 has no flag: a set top bit there is a length above the limit.
+    let (len, continues) = match version {
+        FORMAT_VERSION_1 => (word, false),
+        _ => (word & !CONTINUES, word & CONTINUES != 0),
+    };
     if len as usize > MAX_RECORD_PAYLOAD {
         return Err(Corruption::LengthTooLarge { len });
     }
     let start = offset.saturating_add(RECORD_HEADER_LEN);
     let end = start.saturating_add(len as usize);
     let payload = segment.get(start..end).ok_or(Corruption::Incomplete)?;
-    if record_crc(lsn, payload) != crc {
+    let expected_crc = match version {
+        FORMAT_VERSION_1 => record_crc_v1(lsn, payload),
+        _ => record_crc(word, lsn, payload),
+    };
+    if expected_crc != crc {
         return Err(Corruption::Checksum);
     }
     if lsn != expected_lsn {
@@ -161,5 +210,10 @@ pub fn decode_record(segment: &[u8], offset: usize, expected_lsn: u64) -> Result
             found: lsn,
         });
     }
-    Ok(Frame { lsn, payload, end })
+    Ok(Frame {
+        lsn,
+        payload,
+        continues,
+        end,
+    })
 }

@@ -1,7 +1,7 @@
 //! The write-ahead log: every change is appended here, and fsynced, before it is
 //! acknowledged; at startup the records after the snapshot's LSN are replayed.
 //!
-//! # Format (version 1; the same text, with tables, is in `docs/formats.md`)
+//! # Format (version 2; the same text, with tables, is in `docs/formats.md`)
 //!
 //! A log is a directory of segment files named `wal-<LSN>.log`, where `<LSN>` is the LSN of
 //! the segment's first record as exactly 16 lowercase hexadecimal digits. Other file names
@@ -12,7 +12,7 @@
 //! | offset | size | field |
 //! | --- | --- | --- |
 //! | 0 | 8 | magic `LARCHWAL` (ASCII) |
-//! | 8 | 4 | format version, u32 = 1 |
+//! | 8 | 4 | format version, u32 = 2 (1 is still read, see below) |
 //! | 12 | 8 | first LSN, u64 (equals the file name's) |
 //! | 20 | 4 | CRC32C (Castagnoli) of octets 0..20 |
 //!
@@ -20,18 +20,30 @@
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
-//! | 0 | 4 | payload length `n`, u32, at most [`MAX_RECORD_PAYLOAD`] |
-//! | 4 | 4 | CRC32C over the LSN's 8 octets followed by the payload |
+//! | 0 | 4 | length word, u32: bits 0..31 the payload length `n`, at most [`MAX_RECORD_PAYLOAD`]; bit 31 ([`CONTINUES`]) set when the next record belongs to the same commit unit |
+//! | 4 | 4 | CRC32C over the length word's 4 octets, the LSN's 8, then the payload |
 //! | 8 | 8 | LSN, u64: 1 for the first record ever, then +1 per record, no gaps |
 //! | 16 | n | payload (opaque here; the store writes a [`record::Change`]) |
 //!
-//! A new segment starts when the next record would take the current one past the size
-//! limit ([`SEGMENT_SIZE_LIMIT`] by default), so the next segment's name is one past the
-//! previous segment's last LSN. A segment is fsynced before its successor is created.
+//! A *commit unit* is the records of one write that changed several entries (a subtree
+//! delete; a write whose hooks changed other entries): every record of it but the last has
+//! the [`CONTINUES`] bit. A unit is never split between segments, and recovery keeps a unit
+//! whole or not at all: a log that ends inside one (a crash while it was written) loses the
+//! whole unit, which was never acknowledged. A one-record write is a unit of one.
+//!
+//! A new segment starts when the next unit would take the current one past the size limit
+//! ([`SEGMENT_SIZE_LIMIT`] by default), so the next segment's name is one past the previous
+//! segment's last LSN. A segment is fsynced before its successor is created.
+//!
+//! Format 1 (segments written before commit units) has no [`CONTINUES`] bit (its checksum
+//! covers the LSN and the payload only); such segments are read as units of one record, and
+//! the log never appends to one: opening a log whose last segment is of format 1 starts a
+//! new segment.
 //!
 //! Recovery rules: see [`recovery`](recover) — in short, a torn or corrupt tail of the
-//! *last* segment is truncated at the end of the last good record and reported in
-//! [`RecoveryReport::cut`]; damage anywhere else is an error naming the file and offset.
+//! *last* segment is truncated at the end of the last good record, or of the last whole
+//! commit unit, and reported in [`RecoveryReport::cut`]; damage anywhere else is an error
+//! naming the file and offset.
 //!
 //! Durability: see [`SyncPolicy`]; group commit is described in the writer's module.
 
@@ -44,13 +56,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use format::{
-    decode_header, decode_record, encode_header, encode_record, parse_segment_name, record_crc, segment_name,
-    Corruption, Frame, FORMAT_VERSION, MAGIC, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
-    SEGMENT_SIZE_LIMIT,
+    decode_header, decode_record, encode_header, encode_record, parse_segment_name, record_crc,
+    record_crc_v1, segment_name, Corruption, Frame, SegmentHeader, CONTINUES, FORMAT_VERSION,
+    FORMAT_VERSION_1, MAGIC, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_SIZE_LIMIT,
 };
 pub(crate) use recovery::list_segments;
 pub use recovery::{oldest_segment_lsn, recover, Record, RecoveryReport, TailCut, WalReader};
-pub use writer::{FailureHook, SyncPolicy, Wal, WalOptions};
+pub use writer::{FailureHook, LogRecord, SyncPolicy, Wal, WalOptions};
 
 /// A log sequence number: 1 for the first record, then consecutive.
 pub type Lsn = u64;

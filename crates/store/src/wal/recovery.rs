@@ -9,18 +9,23 @@
 //! 3. Every record must have a length within [`MAX_RECORD_PAYLOAD`], a matching CRC32C,
 //!    and the next LSN.
 //! 4. In the last segment, the first record that fails step 3 (or ends early) starts the
-//!    tail that is cut: the file is truncated there (durably) and the cut is returned in
+//!    tail that is cut; when the records before it end inside a commit unit (the last good
+//!    record has the continues bit), the cut starts at that unit's first record instead.
+//!    The file is truncated there (durably) and the cut is returned in
 //!    [`RecoveryReport::cut`]. A last segment shorter than its header is removed (the cut
 //!    has offset 0).
 //! 5. Anywhere else (a non-last segment, or a complete but invalid header) a failure is a
 //!    [`WalError`] naming the file and offset: a finished segment was fsynced before the
 //!    next one was created, so damage there is not a torn write and cutting it would
-//!    silently drop acknowledged records.
+//!    silently drop acknowledged records. A non-last segment that ends inside a commit unit
+//!    is such damage too (units are never split between segments).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::format::{decode_header, decode_record, parse_segment_name, Corruption, SEGMENT_HEADER_LEN};
+use super::format::{
+    decode_header, decode_record, parse_segment_name, Corruption, SegmentHeader, SEGMENT_HEADER_LEN,
+};
 use super::{Lsn, WalError};
 use crate::storage::Storage;
 
@@ -55,6 +60,9 @@ pub struct RecoveryReport {
     pub cut: Option<TailCut>,
     /// Octets in the last segment after recovery (header included), if there is one.
     pub(crate) last_segment_len: u64,
+    /// The format of the last segment's records (the writer never appends to an older
+    /// format's segment).
+    pub(crate) last_segment_version: u32,
 }
 
 /// A segment file: its path and the LSN its name declares.
@@ -114,14 +122,14 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<RecoveryReport, WalE
         let data = storage
             .read(&seg.path)
             .map_err(|e| WalError::io("read", &seg.path, e))?;
-        match decode_header(&data) {
-            Ok(lsn) if lsn == seg.first_lsn => {}
-            Ok(lsn) => {
+        let version = match decode_header(&data) {
+            Ok(SegmentHeader { first_lsn, version }) if first_lsn == seg.first_lsn => version,
+            Ok(SegmentHeader { first_lsn, .. }) => {
                 return Err(WalError::BadHeader {
                     path: seg.path.clone(),
                     problem: Corruption::HeaderLsnMismatch {
                         name: seg.first_lsn,
-                        header: lsn,
+                        header: first_lsn,
                     },
                 })
             }
@@ -147,47 +155,122 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<RecoveryReport, WalE
                     problem,
                 })
             }
-        }
+        };
         report.segments.push(seg.path.clone());
-        let mut offset = SEGMENT_HEADER_LEN;
-        let mut next = seg.first_lsn;
-        while offset < data.len() {
-            match decode_record(&data, offset, next) {
-                Ok(frame) => {
-                    report.first_lsn.get_or_insert(frame.lsn);
-                    report.last_lsn = Some(frame.lsn);
-                    report.records += 1;
-                    next = frame.lsn.checked_add(1).ok_or(WalError::LsnExhausted)?;
-                    offset = frame.end;
-                }
-                Err(problem) if is_last => {
-                    storage
-                        .truncate(&seg.path, offset as u64)
-                        .map_err(|e| WalError::io("truncate", &seg.path, e))?;
-                    report.cut = Some(TailCut {
-                        path: seg.path.clone(),
-                        offset: offset as u64,
-                        discarded: (data.len() - offset) as u64,
-                        reason: problem,
-                    });
-                    break;
-                }
-                Err(problem) => {
-                    return Err(WalError::CorruptRecord {
-                        path: seg.path.clone(),
-                        offset: offset as u64,
-                        problem,
-                    })
-                }
+        let scan = scan_records(&data, seg.first_lsn, version)?;
+        match (scan.end_problem(), is_last) {
+            (None, _) => {}
+            (Some((offset, problem)), true) => {
+                storage
+                    .truncate(&seg.path, offset as u64)
+                    .map_err(|e| WalError::io("truncate", &seg.path, e))?;
+                report.cut = Some(TailCut {
+                    path: seg.path.clone(),
+                    offset: offset as u64,
+                    discarded: (data.len() - offset) as u64,
+                    reason: problem,
+                });
+            }
+            (Some((offset, problem)), false) => {
+                return Err(WalError::CorruptRecord {
+                    path: seg.path.clone(),
+                    offset: offset as u64,
+                    problem,
+                })
             }
         }
-        expected = Some(next);
+        if let Some(last) = scan.kept.last_lsn {
+            report
+                .first_lsn
+                .get_or_insert(scan.kept.first_lsn.unwrap_or(last));
+            report.last_lsn = Some(last);
+        }
+        report.records += scan.kept.records;
+        expected = Some(scan.kept.next_lsn);
         if is_last {
-            report.next_lsn = Some(next);
-            report.last_segment_len = offset as u64;
+            report.next_lsn = Some(scan.kept.next_lsn);
+            report.last_segment_len = scan.kept.end as u64;
+            report.last_segment_version = version;
         }
     }
     Ok(report)
+}
+
+/// The records of one segment that recovery keeps: up to the end of its last whole unit.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    /// Offset just after the last kept record (the header's end when none is kept).
+    end: usize,
+    records: u64,
+    first_lsn: Option<Lsn>,
+    last_lsn: Option<Lsn>,
+    /// The LSN after the last kept record.
+    next_lsn: Lsn,
+}
+
+/// What reading a segment's records found.
+#[derive(Debug)]
+struct Scan {
+    kept: Kept,
+    /// The first record that failed to decode: its offset and the problem.
+    bad: Option<(usize, Corruption)>,
+    /// The segment's last good records form an unfinished unit starting at this offset.
+    unfinished_from: Option<usize>,
+}
+
+impl Scan {
+    /// Where the segment stops being whole, and why: at an unfinished unit's first record
+    /// (however it ends), else at the first bad record.
+    fn end_problem(&self) -> Option<(usize, Corruption)> {
+        match (self.unfinished_from, self.bad) {
+            (Some(offset), _) => Some((offset, Corruption::UnfinishedUnit)),
+            (None, bad) => bad,
+        }
+    }
+}
+
+/// Reads the records of a segment of format `version` whose first LSN is `first_lsn`,
+/// keeping whole units only.
+fn scan_records(data: &[u8], first_lsn: Lsn, version: u32) -> Result<Scan, WalError> {
+    let mut kept = Kept {
+        end: SEGMENT_HEADER_LEN,
+        records: 0,
+        first_lsn: None,
+        last_lsn: None,
+        next_lsn: first_lsn,
+    };
+    // The unit being read: its start offset, and the records read in it so far.
+    let mut unit: Option<(usize, u64)> = None;
+    let mut offset = SEGMENT_HEADER_LEN;
+    let mut next = first_lsn;
+    let mut bad = None;
+    while offset < data.len() {
+        match decode_record(data, offset, next, version) {
+            Ok(frame) => {
+                next = frame.lsn.checked_add(1).ok_or(WalError::LsnExhausted)?;
+                let (start, count) = unit.take().unwrap_or((offset, 0));
+                if frame.continues {
+                    unit = Some((start, count + 1));
+                } else {
+                    kept.records += count + 1;
+                    kept.first_lsn.get_or_insert(frame.lsn - count);
+                    kept.last_lsn = Some(frame.lsn);
+                    kept.next_lsn = next;
+                    kept.end = frame.end;
+                }
+                offset = frame.end;
+            }
+            Err(problem) => {
+                bad = Some((offset, problem));
+                break;
+            }
+        }
+    }
+    Ok(Scan {
+        kept,
+        bad,
+        unfinished_from: unit.map(|(start, _)| start),
+    })
 }
 
 /// One record read back from the log.
@@ -209,7 +292,8 @@ pub struct WalReader<'s> {
     storage: StorageRef<'s>,
     segments: std::vec::IntoIter<SegmentFile>,
     remaining_segments: usize,
-    current: Option<(PathBuf, Vec<u8>, usize)>,
+    /// The segment being read: its path, content, format version and read offset.
+    current: Option<(PathBuf, Vec<u8>, u32, usize)>,
     next_lsn: Option<Lsn>,
     after: Lsn,
     up_to: Lsn,
@@ -284,7 +368,7 @@ impl Iterator for WalReader<'_> {
             if self.done {
                 return None;
             }
-            let Some((path, data, offset)) = self.current.as_mut() else {
+            let Some((path, data, version, offset)) = self.current.as_mut() else {
                 let Some(seg) = self.segments.next() else {
                     self.done = true;
                     return None;
@@ -303,14 +387,14 @@ impl Iterator for WalReader<'_> {
                     Ok(d) => d,
                     Err(e) => return self.fail(WalError::io("read", &seg.path, e)),
                 };
-                match decode_header(&data) {
-                    Ok(lsn) if lsn == seg.first_lsn => {}
-                    Ok(header) => {
+                let version = match decode_header(&data) {
+                    Ok(SegmentHeader { first_lsn, version }) if first_lsn == seg.first_lsn => version,
+                    Ok(SegmentHeader { first_lsn, .. }) => {
                         return self.fail(WalError::BadHeader {
                             path: seg.path,
                             problem: Corruption::HeaderLsnMismatch {
                                 name: seg.first_lsn,
-                                header,
+                                header: first_lsn,
                             },
                         })
                     }
@@ -320,9 +404,9 @@ impl Iterator for WalReader<'_> {
                             problem,
                         })
                     }
-                }
+                };
                 self.next_lsn = Some(seg.first_lsn);
-                self.current = Some((seg.path, data, SEGMENT_HEADER_LEN));
+                self.current = Some((seg.path, data, version, SEGMENT_HEADER_LEN));
                 continue;
             };
             if *offset >= data.len() {
@@ -334,7 +418,7 @@ impl Iterator for WalReader<'_> {
                 self.done = true;
                 return None;
             }
-            match decode_record(data, *offset, expected) {
+            match decode_record(data, *offset, expected, *version) {
                 Ok(frame) => {
                     *offset = frame.end;
                     self.next_lsn = expected.checked_add(1);

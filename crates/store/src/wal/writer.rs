@@ -6,9 +6,11 @@
 //!    or the writer has failed.
 //! 2. The writer thread takes the whole queue at once: every record that arrived while it
 //!    was busy with the previous batch (including its fsync).
-//! 3. It frames the records into one buffer and writes it; when the next record would push
-//!    the segment past the size limit, it first writes and fsyncs what it has, then creates
-//!    the next segment (header written and fsynced, directory fsynced).
+//! 3. It frames the records into one buffer and writes it; when the next commit unit (a
+//!    record, or the records of one caller's write that [`Wal::submit_batch`] marked as
+//!    continuing) would push the segment past the size limit, it first writes and fsyncs
+//!    what it has, then creates the next segment (header written and fsynced, directory
+//!    fsynced). A unit is never split between segments.
 //! 4. Under [`SyncPolicy::Always`] it fsyncs once for the whole batch, then acknowledges
 //!    every record in it. Under `Batch` and `None` it acknowledges after the write and
 //!    fsyncs later (`Batch`: at most `window` after the first unsynced write; `None`: at a
@@ -34,8 +36,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::format::{
-    encode_header, encode_record, segment_name, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
-    SEGMENT_SIZE_LIMIT,
+    encode_header, encode_record, segment_name, FORMAT_VERSION, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN,
+    SEGMENT_HEADER_LEN, SEGMENT_SIZE_LIMIT,
 };
 use super::recovery::{recover, RecoveryReport, WalReader};
 use super::{Lsn, WalError};
@@ -99,9 +101,51 @@ impl Default for WalOptions {
     }
 }
 
+/// A record to append, as [`Wal::submit_batch`] takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogRecord {
+    /// The payload.
+    pub payload: Vec<u8>,
+    /// The next record belongs to the same commit unit: recovery keeps both or neither.
+    pub continues: bool,
+}
+
+impl LogRecord {
+    /// A record that ends its unit.
+    pub fn single(payload: Vec<u8>) -> LogRecord {
+        LogRecord {
+            payload,
+            continues: false,
+        }
+    }
+}
+
+/// A record queued for the writer thread.
+struct Queued {
+    lsn: Lsn,
+    record: LogRecord,
+}
+
+/// Octets the frames of `unit` take.
+fn frame_octets(unit: &[Queued]) -> u64 {
+    unit.iter()
+        .map(|q| (RECORD_HEADER_LEN + q.record.payload.len()) as u64)
+        .sum()
+}
+
+/// The end (exclusive) of the commit unit that starts at `start` of `batch`: just after
+/// its first record that does not continue, or the batch's end.
+fn unit_end(batch: &[Queued], start: usize) -> usize {
+    batch
+        .iter()
+        .skip(start)
+        .position(|q| !q.record.continues)
+        .map_or(batch.len(), |i| start + i + 1)
+}
+
 #[derive(Default)]
 struct State {
-    queue: Vec<(Lsn, Vec<u8>)>,
+    queue: Vec<Queued>,
     /// The LSN the next append gets.
     next_lsn: Lsn,
     /// Every record up to this LSN is acknowledged.
@@ -195,10 +239,33 @@ fn create_segment(
     Ok(file)
 }
 
+/// Opening over a last segment of an older format: the segment is kept as it is (the
+/// records it holds are read in their format; fsynced now, as every segment is before its
+/// successor exists) and the next segment starts after it; when it holds no record, its
+/// name is the next segment's, so it is removed instead.
+fn retire_old_format_segment(
+    storage: &dyn Storage,
+    dir: &Path,
+    path: &Path,
+    len: u64,
+) -> Result<(), WalError> {
+    if len > SEGMENT_HEADER_LEN as u64 {
+        let mut file = storage
+            .open_append(path)
+            .map_err(|e| WalError::io("open", path, e))?;
+        return file.sync().map_err(|e| WalError::io("sync", path, e));
+    }
+    storage
+        .remove(path)
+        .map_err(|e| WalError::io("remove", path, e))?;
+    storage.sync_dir(dir).map_err(|e| WalError::io("sync", dir, e))
+}
+
 impl SegmentWriter {
-    fn push(&mut self, lsn: Lsn, payload: &[u8]) -> Result<(), WalError> {
-        let frame = (RECORD_HEADER_LEN + payload.len()) as u64;
-        if self.records_in_segment > 0 && self.size.saturating_add(frame) > self.limit {
+    /// Before a commit unit of `octets` whose first record is `lsn`: starts a new segment
+    /// when the unit would take this one past the limit (unless this one is empty).
+    fn make_room(&mut self, lsn: Lsn, octets: u64) -> Result<(), WalError> {
+        if self.records_in_segment > 0 && self.size.saturating_add(octets) > self.limit {
             // A segment is complete and fsynced before its successor exists; recovery
             // relies on it (damage in a non-last segment is never a torn write).
             self.flush()?;
@@ -211,7 +278,14 @@ impl SegmentWriter {
             self.size = SEGMENT_HEADER_LEN as u64;
             self.records_in_segment = 0;
         }
-        encode_record(lsn, payload, &mut self.buf);
+        Ok(())
+    }
+
+    /// Frames one record into the buffer ([`SegmentWriter::make_room`] was called for its
+    /// unit).
+    fn push(&mut self, lsn: Lsn, record: &LogRecord) -> Result<(), WalError> {
+        let frame = (RECORD_HEADER_LEN + record.payload.len()) as u64;
+        encode_record(lsn, &record.payload, record.continues, &mut self.buf);
         self.size = self.size.saturating_add(frame);
         self.records_in_segment += 1;
         self.framed_lsn = lsn;
@@ -296,8 +370,16 @@ impl Wal {
             .map_err(|e| WalError::io("create", dir, e))?;
         let report = recover(&*storage, dir)?;
         // `last_segment_len` is 0 when there is no segment, or when recovery removed a last
-        // segment whose header was torn: then a fresh segment is started.
+        // segment whose header was torn: then a fresh segment is started. So is one after
+        // a last segment of an older format, which is never appended to.
         let last_segment = report.segments.last().filter(|_| report.last_segment_len > 0);
+        let last_segment = match last_segment {
+            Some(path) if report.last_segment_version != FORMAT_VERSION => {
+                retire_old_format_segment(&*storage, dir, path, report.last_segment_len)?;
+                None
+            }
+            other => other,
+        };
         let (file, path, next_lsn, size) = match (report.next_lsn, last_segment) {
             (Some(next), Some(path)) => {
                 let file = storage
@@ -380,18 +462,26 @@ impl Wal {
         }
         let lsn = s.next_lsn;
         s.next_lsn = lsn.checked_add(1).ok_or(WalError::LsnExhausted)?;
-        s.queue.push((lsn, payload));
+        s.queue.push(Queued {
+            lsn,
+            record: LogRecord::single(payload),
+        });
         self.shared.work.notify_one();
         Ok(lsn)
     }
 
-    /// Queues `payloads` at once, without waiting, and returns the LSNs of the first and the
+    /// Queues `records` at once, without waiting, and returns the LSNs of the first and the
     /// last; [`Wal::wait_for`] of the last then waits for all of them. The writer takes
     /// them in one batch, so a failure takes all of them out of the log or none (see the
-    /// module documentation, step 6). `None` when `payloads` is empty.
-    pub fn submit_batch(&self, payloads: Vec<Vec<u8>>) -> Result<Option<(Lsn, Lsn)>, WalError> {
-        if let Some(p) = payloads.iter().find(|p| p.len() > MAX_RECORD_PAYLOAD) {
-            return Err(WalError::RecordTooLarge { len: p.len() });
+    /// module documentation, step 6). Records marked [`LogRecord::continues`] form commit
+    /// units with the records after them; a unit never extends past the last record of the
+    /// call (its mark is ignored). `None` when `records` is empty.
+    pub fn submit_batch(&self, mut records: Vec<LogRecord>) -> Result<Option<(Lsn, Lsn)>, WalError> {
+        if let Some(r) = records.iter().find(|r| r.payload.len() > MAX_RECORD_PAYLOAD) {
+            return Err(WalError::RecordTooLarge { len: r.payload.len() });
+        }
+        if let Some(last) = records.last_mut() {
+            last.continues = false;
         }
         let mut s = self.shared.lock();
         if let Some(msg) = &s.failed {
@@ -401,12 +491,13 @@ impl Wal {
             return Err(WalError::Closed);
         }
         let first = s.next_lsn;
-        let count = payloads.len() as u64;
+        let count = records.len() as u64;
         if count == 0 {
             return Ok(None);
         }
         s.next_lsn = first.checked_add(count).ok_or(WalError::LsnExhausted)?;
-        s.queue.extend((first..).zip(payloads));
+        s.queue
+            .extend((first..).zip(records).map(|(lsn, record)| Queued { lsn, record }));
         self.shared.work.notify_one();
         Ok(Some((first, first + count - 1)))
     }
@@ -548,8 +639,15 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
         };
         w.begin_batch();
         let result = (|| {
-            for (lsn, payload) in &batch {
-                w.push(*lsn, payload)?;
+            let mut start = 0;
+            while let Some(first) = batch.get(start) {
+                let end = unit_end(&batch, start);
+                let unit = batch.get(start..end).unwrap_or_default();
+                w.make_room(first.lsn, frame_octets(unit))?;
+                for q in unit {
+                    w.push(q.lsn, &q.record)?;
+                }
+                start = end;
             }
             w.flush()?;
             let window_passed = match (policy, unsynced_since) {
