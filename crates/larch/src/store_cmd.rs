@@ -4,11 +4,13 @@
 //! - `import` creates a data directory from LDIF (offline: it writes one snapshot at LSN 0
 //!   and no log), with a progress bar on a terminal; like slapadd it adds the operational
 //!   attributes an entry lacks (timestamps, creator, entryUUID, entryCSN,
-//!   structuralObjectClass) unless `--no-operational`;
+//!   structuralObjectClass) unless `--no-operational`, then computes every entry's
+//!   memberOf from its groups (`larch_server::groups::check`) unless `--no-member-of`;
 //! - `export` opens a data directory and writes its entries as LDIF, parents first;
 //! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
-//!   torn log tail cut, leftover temporary snapshot files removed), the time and memory it took, and checks every invariant of the
-//!   loaded version;
+//!   torn log tail cut, leftover temporary snapshot files removed), the time and memory it
+//!   took, and checks every invariant of the loaded version, and that every entry's
+//!   memberOf is what its groups give it;
 //! - `snapshot` opens a data directory and writes a snapshot of it (compacting the log).
 //!
 //! Each takes `--data DIR`, by default `larch serve`'s own without a configuration file
@@ -31,6 +33,8 @@ use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
 use larch_server::config::DEFAULT_DATA_DIR;
 use larch_server::directory::SERVER_ID;
+use larch_server::groups::check::{member_of_mismatches, repair_member_of as repair_member_of_in};
+use larch_server::groups::GroupSchema;
 use larch_server::opattrs::csn::CsnGenerator;
 use larch_server::opattrs::import_hook;
 use larch_store::import::{export_ldif, import_ldif, ImportOptions, ImportProgress};
@@ -76,6 +80,10 @@ pub struct ImportArgs {
     /// entryCSN, structuralObjectClass etc. added where missing.
     #[arg(long)]
     pub no_operational: bool,
+    /// Leave memberOf as the LDIF has it (by default every entry's memberOf is computed
+    /// from the groups that list it, as the server keeps it; see docs/groups.md).
+    #[arg(long)]
+    pub no_member_of: bool,
     /// The LDIF file (`-`: standard input). Parents must come before their children.
     pub file: PathBuf,
 }
@@ -106,6 +114,10 @@ pub struct VerifyArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Do not check that every entry's memberOf is what its groups give it (for a
+    /// directory served with `groups.member_of = false`).
+    #[arg(long)]
+    pub no_member_of: bool,
 }
 
 /// `larch snapshot`.
@@ -189,6 +201,11 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
     });
     bar.finish_and_clear();
     let report = result.map_err(|e| format!("import into {} failed: {e}", a.data.display()))?;
+    let member_of = if a.no_member_of {
+        None
+    } else {
+        Some(repair_member_of(&a.data, a.threads)?)
+    };
     let secs = started.elapsed().as_secs_f64();
     let rate = per(report.entries as f64, secs);
     if a.json {
@@ -202,6 +219,7 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
                 "write_seconds": report.write_time.as_secs_f64(),
                 "snapshot": report.snapshot.path,
                 "snapshot_bytes": report.snapshot.bytes,
+                "member_of_updated": member_of,
             }))?
         );
     } else {
@@ -214,8 +232,28 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
             report.snapshot.path.display(),
             mb(report.snapshot.bytes),
         );
+        if let Some(n) = member_of {
+            println!("memberOf computed from the groups: {n} entries updated");
+        }
     }
     Ok(())
+}
+
+/// Computes every entry's memberOf in the imported directory `dir` and, when some
+/// changed, writes a new snapshot holding them; returns how many entries changed.
+fn repair_member_of(dir: &Path, threads: usize) -> Result<usize, String> {
+    let (store, _) = open(dir, threads)?;
+    let Some(groups) = GroupSchema::new(store.current().schema()) else {
+        return with_store(&store, |_| Ok(0));
+    };
+    let changed = repair_member_of_in(&store, &groups)
+        .map_err(|e| format!("computing memberOf in {} failed: {e}", dir.display()));
+    let closed = store
+        .close(matches!(changed, Ok(n) if n > 0))
+        .map_err(|e| format!("closing the store failed: {e}"));
+    let changed = changed?;
+    closed?;
+    Ok(changed)
 }
 
 /// A bar over the input's octets when stderr is a terminal and the size is known, a
@@ -356,6 +394,10 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
         let started = Instant::now();
         let check = version.check();
         let check_time = started.elapsed();
+        let member_of = GroupSchema::new(version.schema())
+            .filter(|_| !a.no_member_of)
+            .map(|g| member_of_mismatches(&version, &g))
+            .unwrap_or_default();
         let n = entries as f64;
         let per_entry = |bytes: usize| per(bytes as f64, n);
         if a.json {
@@ -393,6 +435,12 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
                         "ok": check.is_ok(),
                         "error": check.as_ref().err(),
                         "seconds": check_time.as_secs_f64(),
+                    },
+                    "member_of": {
+                        "ok": member_of.is_empty(),
+                        "differing": member_of.iter().map(|m| json!({
+                            "dn": m.dn, "found": m.found, "expected": m.expected,
+                        })).collect::<Vec<_>>(),
                     },
                 }))?
             );
@@ -445,8 +493,27 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
                 Ok(()) => println!("check            ok ({:.3} s)", check_time.as_secs_f64()),
                 Err(e) => println!("check            FAILED: {e}"),
             }
+            match member_of.first() {
+                None => println!("memberOf         ok"),
+                Some(m) => println!(
+                    "memberOf         {} entries differ from their groups; first: {} holds {:?}, its groups say {:?}",
+                    member_of.len(),
+                    m.dn,
+                    m.found,
+                    m.expected
+                ),
+            }
         }
-        check.map_err(|e| format!("{} fails its consistency check: {e}", a.data.display()))
+        check.map_err(|e| format!("{} fails its consistency check: {e}", a.data.display()))?;
+        match member_of.first() {
+            None => Ok(()),
+            Some(m) => Err(format!(
+                "{}: {} entries have a memberOf their groups do not give them (first: {})",
+                a.data.display(),
+                member_of.len(),
+                m.dn
+            )),
+        }
     })
 }
 

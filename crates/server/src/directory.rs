@@ -216,6 +216,7 @@ impl Directory {
                 return Err(setup_error("", format!("cannot start the search threads: {e}")));
             }
         };
+        let hooks = WriteHooks::configured(&config.groups, &schema);
         let mut dir = Directory {
             config,
             schema,
@@ -233,7 +234,7 @@ impl Directory {
             observers,
             access_log,
             monitor,
-            hooks: WriteHooks::standard(),
+            hooks,
             audit_log: None,
             search_workers,
             output_budget: Arc::new(OutputBudget::default()),

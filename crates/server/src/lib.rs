@@ -16,7 +16,9 @@
 //! errors: [`config_error`]), [`acl`] decides who may do what (rules, default policy,
 //! proxied authorization). [`lookup`] holds the reads of a version that binds, writes and
 //! searches share (referral and alias classes, the last search base, the referral check),
-//! [`select`] the attribute selection of searches, read controls and the DSEs.
+//! [`select`] the attribute selection of searches, read controls and the DSEs. [`groups`]
+//! says what a group is and who lists an entry (for the memberOf and referential integrity
+//! hooks of [`hooks`], and the check that recomputes memberOf).
 //! [`store_health`] words the store's health events (writes halted after a disk fault,
 //! snapshots failing) for the error log.
 //!
@@ -29,7 +31,7 @@
 //!    answers waiting for clients;
 //! 3. `error`, `controls`, `response`, `outcome`: result codes, request controls, how an
 //!    operation is answered and ends;
-//! 4. `select`, `lookup`: reads of one store version;
+//! 4. `select`, `lookup`, `groups`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
 //! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `hooks`, `store_health`:
 //!    what the directory holds;
@@ -63,6 +65,7 @@ pub mod controls;
 pub mod directory;
 pub mod dse;
 pub mod error;
+pub mod groups;
 pub mod hooks;
 pub mod identity;
 pub mod lookup;

@@ -702,11 +702,17 @@ fn every_committed_change_is_logged_in_order_and_replays_to_the_same_directory()
             "add cn=Dave,ou=people,dc=example,dc=com",
             "add cn=Eve,ou=staff,dc=example,dc=com",
             "add cn=admins,ou=groups,dc=example,dc=com",
+            // memberOf: the group on the entry it lists (the record holds comments only).
+            "modify cn=Bob,ou=people,dc=example,dc=com",
             "add cn=devs,ou=groups,dc=example,dc=com",
+            "modify cn=Bob,ou=people,dc=example,dc=com",
             "modify cn=Alice,ou=people,dc=example,dc=com",
             "modify cn=Bob,ou=people,dc=example,dc=com",
             "modrdn cn=Alice,ou=people,dc=example,dc=com",
             "modrdn cn=Bob,ou=people,dc=example,dc=com",
+            // Referential integrity: Bob's new name in the groups that list him.
+            "modify cn=admins,ou=groups,dc=example,dc=com",
+            "modify cn=devs,ou=groups,dc=example,dc=com",
             "modrdn cn=Carol,ou=people,dc=example,dc=com",
             "modrdn cn=Dave,ou=people,dc=example,dc=com",
             "modify cn=DAVE,ou=people,dc=example,dc=com",
@@ -717,6 +723,9 @@ fn every_committed_change_is_logged_in_order_and_replays_to_the_same_directory()
             "modify cn=Carol,ou=crew,dc=example,dc=com",
             "modify cn=DAVE,ou=people,dc=example,dc=com",
             "delete cn=Robert,ou=people,dc=example,dc=com",
+            // Referential integrity: Robert out of his groups.
+            "modify cn=admins,ou=groups,dc=example,dc=com",
+            "modify cn=devs,ou=groups,dc=example,dc=com",
             "delete cn=devs,ou=groups,dc=example,dc=com",
             "delete cn=admins,ou=groups,dc=example,dc=com",
             "delete ou=groups,dc=example,dc=com",
@@ -724,25 +733,25 @@ fn every_committed_change_is_logged_in_order_and_replays_to_the_same_directory()
     );
     // Modifies are the difference from the entry's previous state.
     assert_eq!(
-        shown_mods(&recs[10]),
+        shown_mods(&recs[12]),
         BTreeSet::from([
             "replace description on leave".to_string(),
             "replace title Engineer".to_string(),
             "delete telephoneNumber".to_string(),
         ])
     );
-    let bob = shown_mods(&recs[11]);
+    let bob = shown_mods(&recs[13]);
     assert_eq!(bob.len(), 1);
     assert!(
         bob.iter().next().unwrap().starts_with("replace userPassword {"),
         "{bob:?}"
     );
     assert_eq!(
-        shown_mods(&recs[19]),
+        shown_mods(&recs[23]),
         BTreeSet::from(["replace description moved with the team".to_string()])
     );
     assert_eq!(
-        shown_mods(&recs[21]),
+        shown_mods(&recs[25]),
         BTreeSet::from(["replace title Lead".to_string()])
     );
     // Renames: deleteoldrdn as the entry shows it, newsuperior when the parent changed.
@@ -765,17 +774,17 @@ fn every_committed_change_is_logged_in_order_and_replays_to_the_same_directory()
         ),
         other => panic!("not a modrdn: {other:?}"),
     };
-    assert_eq!(rename(&recs[12]), "cn=Alicia 1 -");
-    assert_eq!(rename(&recs[13]), "cn=Robert 0 -");
-    assert_eq!(rename(&recs[14]), "cn=Carol 1 ou=staff,dc=example,dc=com");
-    assert_eq!(rename(&recs[15]), "cn=DAVE 1 -");
+    assert_eq!(rename(&recs[14]), "cn=Alicia 1 -");
+    assert_eq!(rename(&recs[15]), "cn=Robert 0 -");
+    assert_eq!(rename(&recs[18]), "cn=Carol 1 ou=staff,dc=example,dc=com");
+    assert_eq!(rename(&recs[19]), "cn=DAVE 1 -");
     assert_eq!(
-        shown_mods(&recs[16]),
+        shown_mods(&recs[20]),
         BTreeSet::from(["replace cn DAVE".to_string()])
     );
-    assert_eq!(rename(&recs[17]), "cn=Eve2 0 ou=people,dc=example,dc=com");
-    assert_eq!(rename(&recs[18]), "ou=team 1 -");
-    assert_eq!(rename(&recs[20]), "ou=crew 0 -");
+    assert_eq!(rename(&recs[21]), "cn=Eve2 0 ou=people,dc=example,dc=com");
+    assert_eq!(rename(&recs[22]), "ou=team 1 -");
+    assert_eq!(rename(&recs[24]), "ou=crew 0 -");
     // Values that are not safe LDIF text are in base64, long lines folded.
     assert!(
         text.contains("\ndescription:: IHN0YXJ0cyB3aXRoIGEgc3BhY2U=\n"),

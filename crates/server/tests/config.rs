@@ -94,6 +94,7 @@ fn documented_defaults_are_the_defaults() {
             "bind_throttle",
             "directory",
             "error_log",
+            "groups",
             "limits",
             "metrics",
             "monitor",

@@ -48,6 +48,13 @@ pub struct Savepoint {
     changes_len: usize,
 }
 
+impl Savepoint {
+    /// The directory as it was when the savepoint was taken.
+    pub fn version(&self) -> &Version {
+        &self.version
+    }
+}
+
 impl WriteTxn<'_> {
     /// A point to return to if a later change must be undone.
     pub fn savepoint(&self) -> Savepoint {

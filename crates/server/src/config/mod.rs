@@ -32,6 +32,7 @@ mod bind_throttle;
 mod duration;
 mod error;
 mod error_log;
+mod groups;
 mod listen;
 mod logs;
 mod monitor;
@@ -63,6 +64,7 @@ pub use bind_throttle::{
 pub use duration::{format_duration, parse_duration, MAX_DURATION_SECS};
 pub use error::{ConfigError, Origin, Position};
 pub use error_log::{ErrorLogFormat, ErrorLogLevel, ErrorLogSettings};
+pub use groups::GroupSettings;
 pub use listen::ListenUrl;
 pub use logs::{
     AccessLogFormat, AccessLogLevel, AccessLogSettings, AuditLogSettings, DEFAULT_ACCESS_LOG_FILE,
@@ -209,6 +211,8 @@ pub struct ServerConfig {
     pub error_log: ErrorLogSettings,
     /// `[monitor]`: the counters and `cn=Monitor`.
     pub monitor: MonitorSettings,
+    /// `[groups]`: memberOf and referential integrity.
+    pub groups: GroupSettings,
     /// `[metrics]`: the Prometheus endpoint.
     pub metrics: MetricsSettings,
 }
@@ -362,6 +366,7 @@ impl Default for ServerConfig {
             error_log: ErrorLogSettings::default(),
             monitor: MonitorSettings::default(),
             metrics: MetricsSettings::default(),
+            groups: GroupSettings::default(),
         }
     }
 }
@@ -669,6 +674,12 @@ impl ServerConfig {
         step(&mut errors, || {
             if let Some(m) = raw.metrics {
                 c.metrics = MetricsSettings::from_raw(m)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(g) = raw.groups {
+                c.groups = GroupSettings::from_raw(g)?;
             }
             Ok(())
         });

@@ -28,6 +28,7 @@ pub(crate) struct RawConfig {
     pub error_log: Option<super::error_log::RawErrorLog>,
     pub monitor: Option<super::monitor::RawMonitor>,
     pub metrics: Option<super::monitor::RawMetrics>,
+    pub groups: Option<super::groups::RawGroups>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.

@@ -29,11 +29,16 @@
 //! | hook | file | before_change | after_change |
 //! | --- | --- | --- | --- |
 //! | operational attributes | `opattrs.rs` | createTimestamp, creatorsName, entryUUID, entryCSN, structuralObjectClass (Add); modifyTimestamp, modifiersName, entryCSN (Modify, Modify DN, Password Modify); the attributes logged with a delete (entryUUID, entryCSN, modifiersName, modifyTimestamp) | none |
+//! | referential integrity (`groups.referential_integrity`) | `refint.rs` | none | a deleted entry's DN out of every member value; a renamed subtree's DNs renamed in them |
+//! | memberOf (`groups.member_of`) | `member_of.rs` | a new entry's memberOf: the groups already listing it | the memberOf of the entries a group added, changed, renamed or deleted lists |
 //!
-//! memberOf, referential integrity, uniqueness and password policy are to join the table,
-//! each as one file.
+//! Referential integrity runs before memberOf, so that memberOf reads member values that
+//! name entries as they are after the write. The records of a write and of every entry
+//! its hooks change are one commit unit of the log: replayed whole or not at all.
 
+mod member_of;
 mod opattrs;
+mod refint;
 
 use std::sync::Arc;
 
@@ -43,12 +48,16 @@ use larch_model::schema::Schema;
 use larch_store::{EntryId, Version, WriteTxn};
 
 use crate::client::Client;
+use crate::config::GroupSettings;
 use crate::error::OpError;
+use crate::groups::GroupSchema;
 use crate::identity::Identity;
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{OpStamp, OperationalTypes};
 
+pub use member_of::MemberOf;
 pub use opattrs::OperationalAttributes;
+pub use refint::ReferentialIntegrity;
 
 /// The operation a write comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +173,9 @@ impl PendingWrite {
 /// A write once made in the transaction, as `after_change` sees it.
 #[derive(Debug)]
 pub struct AppliedWrite<'a> {
+    /// The directory before the write (the transaction's version then; entry IDs are the
+    /// same in both).
+    pub before: &'a Version,
     /// The operation.
     pub kind: WriteKind,
     /// What it did.
@@ -227,9 +239,28 @@ impl WriteHooks {
         }
     }
 
-    /// Larch's table: the operational attributes.
+    /// Larch's table with no optional hook: the operational attributes.
     pub fn standard() -> WriteHooks {
         WriteHooks::new(vec![Arc::new(OperationalAttributes)])
+    }
+
+    /// The table `settings` turn on over `schema`: the operational attributes, then
+    /// referential integrity and memberOf where on (and where the schema has what they
+    /// need: `memberOf`, and `member` or `uniqueMember`).
+    pub fn configured(settings: &GroupSettings, schema: &Schema) -> WriteHooks {
+        let mut hooks: Vec<Arc<dyn WriteHook>> = vec![Arc::new(OperationalAttributes)];
+        if let Some(groups) = GroupSchema::new(schema) {
+            if settings.referential_integrity {
+                hooks.push(Arc::new(ReferentialIntegrity::new(
+                    groups.clone(),
+                    settings.empty_group_member.clone(),
+                )));
+            }
+            if settings.member_of {
+                hooks.push(Arc::new(MemberOf::new(groups)));
+            }
+        }
+        WriteHooks::new(hooks)
     }
 
     /// The names of the hooks, in order.
@@ -258,38 +289,30 @@ impl WriteHooks {
         write: &PendingWrite,
         ctx: &HookContext<'_>,
     ) -> Result<EntryId, OpError> {
-        let savepoint = (self.changes_others || write.state.changes() > 1).then(|| txn.savepoint());
-        let made = self.make(txn, write, ctx);
-        match (made, savepoint) {
-            (Ok(id), _) => Ok(id),
-            (Err(e), Some(savepoint)) => {
-                txn.rollback_to(savepoint);
-                Err(e)
-            }
+        if !self.changes_others && write.state.changes() == 1 {
             // One change, checked by the store before it changed anything: nothing to undo.
-            (Err(e), None) => Err(e),
+            return apply(txn, &write.state);
         }
-    }
-
-    fn make(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        write: &PendingWrite,
-        ctx: &HookContext<'_>,
-    ) -> Result<EntryId, OpError> {
-        let id = apply(txn, &write.state)?;
-        if self.changes_others {
-            let applied = AppliedWrite {
-                kind: write.kind,
-                state: &write.state,
-                stamp: &write.stamp,
-                id,
-            };
-            for hook in &self.list {
-                hook.after_change(&applied, txn, ctx)?;
+        let savepoint = txn.savepoint();
+        let made = apply(txn, &write.state).and_then(|id| {
+            if self.changes_others {
+                let applied = AppliedWrite {
+                    before: savepoint.version(),
+                    kind: write.kind,
+                    state: &write.state,
+                    stamp: &write.stamp,
+                    id,
+                };
+                for hook in &self.list {
+                    hook.after_change(&applied, txn, ctx)?;
+                }
             }
+            Ok(id)
+        });
+        if made.is_err() {
+            txn.rollback_to(savepoint);
         }
-        Ok(id)
+        made
     }
 }
 
@@ -326,4 +349,21 @@ fn apply(txn: &mut WriteTxn<'_>, state: &NewState) -> Result<EntryId, OpError> {
             victims.last().map_or(0, |(id, _)| *id)
         }
     })
+}
+
+/// The owned form of entry `id` of `version` (whose attributes are `attrs`), for a hook
+/// that changes it.
+fn stored_entry(
+    version: &Version,
+    id: EntryId,
+    attrs: larch_model::entry::StoredRef<'_>,
+) -> Result<Entry, OpError> {
+    let shown = version.dn(id);
+    let dn = larch_model::dn::Dn::parse(shown.as_bytes()).map_err(|e| {
+        OpError::new(
+            larch_proto::ResultCode::OTHER,
+            format!("the stored name `{shown}` does not parse: {e}"),
+        )
+    })?;
+    Ok(Entry::from_stored(dn, version.norm_dn(id), attrs))
 }

@@ -307,13 +307,18 @@ pub fn on_modify(
     schema: &Schema,
 ) -> Result<(), OpAttrsError> {
     let t = OperationalTypes::new(schema)?;
+    stamp_modified(entry, modifier_dn, stamp, &t);
+    Ok(())
+}
+
+/// [`on_modify`] with the types already looked up (for hooks that change many entries).
+pub fn stamp_modified(entry: &mut Entry, modifier_dn: &str, stamp: &OpStamp, t: &OperationalTypes) {
     let timestamp = stamp.timestamp();
     set(entry, t.modify_timestamp, false, || timestamp.into_bytes());
     set(entry, t.modifiers_name, false, || modifier_dn.as_bytes().to_vec());
     set(entry, t.entry_csn, false, || {
         stamp.csn.as_str().as_bytes().to_vec()
     });
-    Ok(())
 }
 
 /// The attributes logged with the delete of an entry (they describe the operation, for the
