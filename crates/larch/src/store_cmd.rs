@@ -5,7 +5,11 @@
 //!   and no log), with a progress bar on a terminal; like slapadd it adds the operational
 //!   attributes an entry lacks (timestamps, creator, entryUUID, entryCSN,
 //!   structuralObjectClass) unless `--no-operational`;
-//! - `export` opens a data directory and writes its entries as LDIF, parents first;
+//! - `export` opens a data directory and writes its entries as LDIF, parents first, in a
+//!   form `slapadd` loads (operational attributes included);
+//!
+//! `import` and `export` take `--config FILE` instead of `--data` for a directory whose
+//! entries need the file's schema (`larch migrate` writes such directories);
 //! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
 //!   torn log tail cut, leftover temporary snapshot files removed), the time and memory it took, and checks every invariant of the
 //!   loaded version;
@@ -29,7 +33,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
-use larch_server::config::DEFAULT_DATA_DIR;
+use larch_server::config::{ServerConfig, DEFAULT_DATA_DIR};
 use larch_server::directory::SERVER_ID;
 use larch_server::opattrs::csn::CsnGenerator;
 use larch_server::opattrs::import_hook;
@@ -53,8 +57,12 @@ const PROGRESS_TICK: Duration = Duration::from_millis(200);
 pub struct ImportArgs {
     /// Data directory to create (must hold no snapshot and no log); by default the one
     /// `larch serve` uses without a configuration file.
-    #[arg(long, default_value = DEFAULT_DATA_DIR)]
+    #[arg(long, default_value = DEFAULT_DATA_DIR, conflicts_with = "config")]
     pub data: PathBuf,
+    /// Take the schema (built-in set and `schema.files`), the data directory and the
+    /// naming contexts from this larch.toml instead of the built-in schema and --data.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Parsing threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -84,8 +92,12 @@ pub struct ImportArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Data directory (default: the one `larch serve` uses without a configuration file).
-    #[arg(long, default_value = DEFAULT_DATA_DIR)]
+    #[arg(long, default_value = DEFAULT_DATA_DIR, conflicts_with = "config")]
     pub data: PathBuf,
+    /// Take the schema and the data directory from this larch.toml (needed for a
+    /// directory whose entries use the file's own schema files).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Export only this entry and its subtree (default: every naming context).
     #[arg(long, value_name = "DN")]
     pub base: Option<String>,
@@ -125,6 +137,18 @@ fn schema() -> Result<Arc<Schema>, String> {
         .map_err(|e| format!("the built-in schema does not load: {e}"))
 }
 
+/// The schema, the data directory and the naming contexts of `--config FILE`, or the
+/// built-in schema, `data` and no naming context.
+fn with_config(config: &Option<PathBuf>, data: &Path) -> Result<(Arc<Schema>, PathBuf, Vec<String>), String> {
+    let Some(path) = config else {
+        return Ok((schema()?, data.to_path_buf(), Vec::new()));
+    };
+    let c = ServerConfig::load(path).map_err(|e| e.to_string())?;
+    let schema = c.schema().map_err(|e| e.to_string())?;
+    let suffixes = c.suffixes().map(str::to_string).collect();
+    Ok((Arc::new(schema), c.server.data_dir.clone(), suffixes))
+}
+
 fn to_json(v: &serde_json::Value) -> Result<String, String> {
     serde_json::to_string_pretty(v).map_err(|e| e.to_string())
 }
@@ -144,8 +168,12 @@ fn per(n: f64, d: f64) -> f64 {
 }
 
 /// `larch import`.
-pub fn import(a: ImportArgs) -> Result<(), String> {
-    let schema = schema()?;
+pub fn import(mut a: ImportArgs) -> Result<(), String> {
+    let (schema, data, config_suffixes) = with_config(&a.config, &a.data)?;
+    a.data = data;
+    if a.suffixes.is_empty() {
+        a.suffixes = config_suffixes;
+    }
     let mut naming_contexts = Vec::with_capacity(a.suffixes.len());
     for s in &a.suffixes {
         let (_, norm) = NormDn::parse(s.as_bytes(), &*schema).map_err(|e| format!("--suffix `{s}`: {e}"))?;
@@ -250,13 +278,18 @@ fn progress_bar(size: Option<u64>) -> ProgressBar {
 /// Opens the store in `dir`, which must exist (opening would otherwise create an empty
 /// one, and an empty export or verification of a mistyped path helps nobody).
 pub(crate) fn open(dir: &Path, threads: usize) -> Result<(Store, OpenReport), String> {
+    open_with(dir, threads, schema()?)
+}
+
+/// [`open`] with the schema given.
+fn open_with(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<(Store, OpenReport), String> {
     if !dir.is_dir() {
         return Err(format!(
             "{} is not a data directory (it does not exist)",
             dir.display()
         ));
     }
-    let mut options = StoreOptions::new(dir, schema()?);
+    let mut options = StoreOptions::new(dir, schema);
     options.threads = threads;
     options.snapshot_interval = None;
     options.snapshot_after_records = None;
@@ -280,8 +313,10 @@ fn with_store<T>(store: &Store, f: impl FnOnce(&Store) -> Result<T, String>) -> 
 }
 
 /// `larch export`.
-pub fn export(a: ExportArgs) -> Result<(), String> {
-    let (store, _) = open(&a.data, 0)?;
+pub fn export(mut a: ExportArgs) -> Result<(), String> {
+    let (schema, data, _) = with_config(&a.config, &a.data)?;
+    a.data = data;
+    let (store, _) = open_with(&a.data, 0, schema)?;
     with_store(&store, |store| {
         let version = store.current();
         let base = match &a.base {
@@ -309,10 +344,9 @@ pub fn export(a: ExportArgs) -> Result<(), String> {
             None => (Box::new(std::io::stdout().lock()), "standard output".into()),
         };
         let mut writer = LdifWriter::new(BufWriter::with_capacity(OUTPUT_BUFFER, out));
-        let written = writer
-            .write_version()
-            .and_then(|()| export_ldif(&version, base, &mut writer))
-            .and_then(|n| writer.flush().map(|()| n));
+        // No `version: 1` line: slapadd takes it for an attribute of the first entry, and
+        // slapcat writes none either.
+        let written = export_ldif(&version, base, &mut writer).and_then(|n| writer.flush().map(|()| n));
         let n = match written {
             Ok(n) => n,
             Err(e) => {

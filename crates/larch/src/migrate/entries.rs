@@ -2,7 +2,8 @@
 //! parallel import with the server's import hook, which keeps every operational attribute
 //! present, as slapadd does).
 //!
-//! The LDIF is streamed through a pipe, one record at a time, by a thread of its own:
+//! The LDIF is streamed through an in-process pipe of chunks ([`chunk_pipe`]), one record at
+//! a time, by a thread of its own:
 //! 1. records below an excluded suffix (accesslog's log database) are left out;
 //! 2. attributes of dropped overlays that Larch's schema does not define (`memberOf`,
 //!    `pwd*`) are left out, and counted;
@@ -35,8 +36,66 @@ use larch_store::storage::FsStorage;
 use super::error::MigrateError;
 use super::model::{dn_key, within, Origin};
 
-/// Octets buffered on each side of the pipe.
+/// Octets buffered on each side of the pipe, and the size of the chunks it passes.
 const PIPE_BUFFER: usize = 1 << 20;
+
+/// Chunks in flight between the LDIF thread and the import (bounds memory to a few MiB).
+const PIPE_CHUNKS: usize = 4;
+
+/// The writing end of [`chunk_pipe`]: each write is one chunk (a `BufWriter` in front
+/// makes them large).
+struct ChunkWriter(std::sync::mpsc::SyncSender<Vec<u8>>);
+
+impl Write for ChunkWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .send(buf.to_vec())
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the import stopped reading"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The reading end of [`chunk_pipe`]: end of input once the writer is dropped.
+struct ChunkReader {
+    chunks: std::sync::mpsc::Receiver<Vec<u8>>,
+    current: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.current.len() {
+            match self.chunks.recv() {
+                Ok(next) => {
+                    self.current = next;
+                    self.at = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// A bounded in-process pipe of chunks between two threads.
+fn chunk_pipe() -> (ChunkReader, ChunkWriter) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(PIPE_CHUNKS);
+    (
+        ChunkReader {
+            chunks: rx,
+            current: Vec::new(),
+            at: 0,
+        },
+        ChunkWriter(tx),
+    )
+}
 
 /// What to change on the way.
 #[derive(Debug, Clone, Default)]
@@ -68,6 +127,8 @@ pub struct EntryStats {
     pub with_uuid: u64,
     /// True when the admin entry was in the data; false when it was added.
     pub admin_in_data: bool,
+    /// True when the admin entry's userPassword was not the rootPW and was replaced.
+    pub admin_password_replaced: bool,
 }
 
 /// Where each stretch of the stream's lines comes from: from `stream_line` on, line `n`
@@ -125,8 +186,7 @@ pub fn import(
         hook: Some(&hook),
         allow_file_urls: false,
     };
-    let (reader, writer) =
-        std::io::pipe().map_err(|e| MigrateError::new(format!("cannot make a pipe: {e}")))?;
+    let (reader, writer) = chunk_pipe();
     let files = ldifs.to_vec();
     let adjust = adjust.clone();
     let feeder = std::thread::Builder::new()
@@ -335,6 +395,12 @@ fn emit(
     let is_admin = admin_key == Some(key.as_str());
     if is_admin {
         stats.admin_in_data = true;
+        let old: Vec<Vec<u8>> = record
+            .iter()
+            .filter(|a| a.name == "userpassword")
+            .map(Attr::value)
+            .collect();
+        stats.admin_password_replaced = adjust.admin.as_ref().is_some_and(|(_, p)| old != [p.clone()]);
         record.retain(|a| a.name != "userpassword");
         let has_class = record
             .iter()

@@ -66,7 +66,7 @@ pub fn read(dir: &Path) -> Result<SlapdConfig, MigrateError> {
         config.global.extend(settings(&path)?);
     }
     for (_, path) in ordered(&sub.join("cn=schema"), "cn=")? {
-        let origin = Origin::new(&path, 0);
+        let origin = Origin::new(&path, dn_line(&path));
         config.schemas.push(SchemaRef {
             name: schema_name(&path),
             path,
@@ -88,7 +88,7 @@ pub fn read(dir: &Path) -> Result<SlapdConfig, MigrateError> {
         } else {
             config.databases.push(Database {
                 kind,
-                origin: Origin::new(&path, 0),
+                origin: Origin::new(&path, dn_line(&path)),
                 directives,
                 overlays,
             });
@@ -106,11 +106,20 @@ fn overlays(dir: &Path) -> Result<Vec<Overlay>, MigrateError> {
             .unwrap_or_default();
         out.push(Overlay {
             name: overlay_name(stem.trim_start_matches("olcOverlay=")),
-            origin: Origin::new(&path, 0),
+            origin: Origin::new(&path, dn_line(&path)),
             directives: settings(&path)?,
         });
     }
     Ok(out)
+}
+
+/// The line of the `dn:` of the entry in `path` (1 when it cannot be found): where a
+/// database, an overlay or a schema "is" in its file.
+fn dn_line(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.lines().position(|l| l.starts_with("dn:")))
+        .map_or(1, |i| i as u64 + 1)
 }
 
 /// The `.ldif` files of `dir` whose names start with `prefix`, by their `{N}` (files
@@ -178,7 +187,7 @@ fn settings(path: &Path) -> Result<Vec<Directive>, MigrateError> {
         out.push(Directive {
             name,
             args,
-            text: format!("{}: {}", v.attribute, v.value),
+            text: format!("{}: {value}", v.attribute),
             origin,
         });
     }

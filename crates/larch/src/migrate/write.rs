@@ -242,12 +242,25 @@ fn data_report(plan: &Plan, s: &EntryStats) -> Report {
         );
     }
     if let Some(dn) = &plan.admin.dn {
-        let note = if s.admin_in_data {
-            "its entry in the data holds the rootPW as userPassword".to_string()
+        let (fate, note) = if !s.admin_in_data {
+            (
+                Fate::Carried,
+                format!("not in the data: added as an organizationalRole ({})", dn_key(dn)),
+            )
+        } else if s.admin_password_replaced {
+            (
+                Fate::Changed,
+                "its userPassword is now the rootPW (slapd checked the rootPW for this DN, Larch checks the \
+                 entry); the entry's own value is replaced"
+                    .to_string(),
+            )
         } else {
-            format!("not in the data: added as an organizationalRole ({})", dn_key(dn))
+            (
+                Fate::Carried,
+                "its entry's userPassword is the rootPW already".to_string(),
+            )
         };
-        r.push(Fate::Carried, format!("admin entry {dn}"), note, None);
+        r.push(fate, format!("admin entry {dn}"), note, None);
     }
     r
 }
