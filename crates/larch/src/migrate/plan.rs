@@ -482,6 +482,12 @@ fn admin_note(p: &mut Plan) {
 fn setting(d: &Directive, p: &mut Plan) {
     let first = d.args.first().map(String::as_str).unwrap_or("");
     let (fate, note): (Fate, String) = match d.name.as_str() {
+        "rootpw" => {
+            // Never shown, hashed or not.
+            let what = "rootpw (hidden)";
+            p.report.push(Fate::Dropped, what, "outside a database it names no admin", Some(&d.origin));
+            return;
+        }
         "index" => return index(d, p),
         "sizelimit" | "timelimit" => return limit_words(d, &d.args, p),
         "limits" => return limits_directive(d, p),
