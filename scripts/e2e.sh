@@ -15,7 +15,8 @@
 #      python-ldap is built against; for --server larch, openssl and libsasl2-modules if
 #      missing (the TLS tests make certificates with openssl and bind with SASL PLAIN, whose
 #      client plugin that package holds) and 389-ds-base if /usr/bin/logconv is missing
-#      (the access log tests count the log with 389 Directory Server's analyser, logconv);
+#      (the access log tests count the log with 389 Directory Server's analyser, logconv)
+#      and slapd if missing (test_migrate.py migrates a slapd it configures to Larch);
 #      for --server slapd the slapd package if it is missing (non-interactive; a packaged
 #      service is kept from starting by a temporary policy-rc.d, and slapd's is stopped and
 #      disabled if it runs anyway);
@@ -68,6 +69,8 @@ if [ "$server" = larch ]; then
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   compgen -G "/usr/lib/*/sasl2/libplain.so*" >/dev/null || missing+=(libsasl2-modules)
   [ -x /usr/bin/logconv ] || missing+=(389-ds-base)
+  # test_migrate.py configures a slapd of its own and migrates it to Larch.
+  [ -x /usr/sbin/slapd ] && [ -x /usr/sbin/slapcat ] || missing+=(slapd)
   if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 fi
 if [ "$server" = slapd ] && { [ ! -x /usr/sbin/slapd ] || [ ! -x /usr/sbin/slapadd ]; }; then

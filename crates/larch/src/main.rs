@@ -4,7 +4,8 @@
 //! [`backup_cmd`]); `serve`, the directory server (see [`serve_cmd`]); the administration
 //! commands `passwd` (a userPassword value, as slappasswd; [`passwd_cmd`]), `check-config`
 //! ([`check_config_cmd`]), `schema check` ([`schema_cmd`]) and `status` (a running server's
-//! cn=Monitor in a few lines; [`status_cmd`]).
+//! cn=Monitor in a few lines; [`status_cmd`]); `migrate` (from OpenLDAP: a slapd configuration
+//! and slapcat's LDIF into a new Larch directory, with a report; [`migrate`]).
 //!
 //! Every command but `serve` ends the same way: exit status 0 on success, 1 with one line
 //! `larch <command>: <reason>` on standard error otherwise.
@@ -28,6 +29,7 @@ mod backup_cmd;
 mod check_config_cmd;
 mod error_log;
 mod ldap_client;
+mod migrate;
 mod passwd_cmd;
 mod schema_cmd;
 mod serve_cmd;
@@ -75,6 +77,9 @@ enum Command {
     CheckConfig(check_config_cmd::CheckConfigArgs),
     /// Schema files: `larch schema check FILE...`.
     Schema(schema_cmd::SchemaArgs),
+    /// Move from OpenLDAP: a slapd configuration and slapcat's LDIF into a new Larch
+    /// directory, with a report of what carried over.
+    Migrate(migrate::MigrateArgs),
 }
 
 /// `larch gen`.
@@ -322,6 +327,7 @@ fn main() -> ExitCode {
         Some(Command::Backup(args)) => report("backup", backup_cmd::backup(args)),
         Some(Command::Restore(args)) => report("restore", backup_cmd::restore_cmd(args)),
         Some(Command::Status(args)) => report("status", status_cmd::status(args)),
+        Some(Command::Migrate(args)) => migrate::migrate(args),
     }
 }
 

@@ -6,12 +6,16 @@
 //!   attributes an entry lacks (timestamps, creator, entryUUID, entryCSN,
 //!   structuralObjectClass) unless `--no-operational`, then computes every entry's
 //!   memberOf from its groups (`larch_server::groups::check`) unless `--no-member-of`;
-//! - `export` opens a data directory and writes its entries as LDIF, parents first;
+//! - `export` opens a data directory and writes its entries as LDIF, parents first, in a
+//!   form `slapadd` loads (operational attributes included);
 //! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
 //!   torn log tail cut, leftover temporary snapshot files removed), the time and memory it
 //!   took, and checks every invariant of the loaded version, and that every entry's
 //!   memberOf is what its groups give it;
 //! - `snapshot` opens a data directory and writes a snapshot of it (compacting the log).
+//!
+//! `import` and `export` take `--config FILE` instead of `--data` for a directory whose
+//! entries need the file's schema (`larch migrate` writes such directories).
 //!
 //! Each takes `--data DIR`, by default `larch serve`'s own without a configuration file
 //! (`larch_server::config::DEFAULT_DATA_DIR`, `./larch-data`): one constant for all.
@@ -31,7 +35,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
-use larch_server::config::DEFAULT_DATA_DIR;
+use larch_server::config::{ServerConfig, DEFAULT_DATA_DIR};
 use larch_server::directory::SERVER_ID;
 use larch_server::groups::check::{member_of_mismatches, repair_member_of as repair_member_of_in};
 use larch_server::groups::GroupSchema;
@@ -57,8 +61,12 @@ const PROGRESS_TICK: Duration = Duration::from_millis(200);
 pub struct ImportArgs {
     /// Data directory to create (must hold no snapshot and no log); by default the one
     /// `larch serve` uses without a configuration file.
-    #[arg(long, default_value = DEFAULT_DATA_DIR)]
+    #[arg(long, default_value = DEFAULT_DATA_DIR, conflicts_with = "config")]
     pub data: PathBuf,
+    /// Take the schema (built-in set and `schema.files`), the data directory and the
+    /// naming contexts from this larch.toml instead of the built-in schema and --data.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Parsing threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -92,8 +100,12 @@ pub struct ImportArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Data directory (default: the one `larch serve` uses without a configuration file).
-    #[arg(long, default_value = DEFAULT_DATA_DIR)]
+    #[arg(long, default_value = DEFAULT_DATA_DIR, conflicts_with = "config")]
     pub data: PathBuf,
+    /// Take the schema and the data directory from this larch.toml (needed for a
+    /// directory whose entries use the file's own schema files).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Export only this entry and its subtree (default: every naming context).
     #[arg(long, value_name = "DN")]
     pub base: Option<String>,
@@ -137,6 +149,18 @@ fn schema() -> Result<Arc<Schema>, String> {
         .map_err(|e| format!("the built-in schema does not load: {e}"))
 }
 
+/// The schema, the data directory and the naming contexts of `--config FILE`, or the
+/// built-in schema, `data` and no naming context.
+fn with_config(config: &Option<PathBuf>, data: &Path) -> Result<(Arc<Schema>, PathBuf, Vec<String>), String> {
+    let Some(path) = config else {
+        return Ok((schema()?, data.to_path_buf(), Vec::new()));
+    };
+    let c = ServerConfig::load(path).map_err(|e| e.to_string())?;
+    let schema = c.schema().map_err(|e| e.to_string())?;
+    let suffixes = c.suffixes().map(str::to_string).collect();
+    Ok((Arc::new(schema), c.server.data_dir.clone(), suffixes))
+}
+
 fn to_json(v: &serde_json::Value) -> Result<String, String> {
     serde_json::to_string_pretty(v).map_err(|e| e.to_string())
 }
@@ -156,8 +180,12 @@ fn per(n: f64, d: f64) -> f64 {
 }
 
 /// `larch import`.
-pub fn import(a: ImportArgs) -> Result<(), String> {
-    let schema = schema()?;
+pub fn import(mut a: ImportArgs) -> Result<(), String> {
+    let (schema, data, config_suffixes) = with_config(&a.config, &a.data)?;
+    a.data = data;
+    if a.suffixes.is_empty() {
+        a.suffixes = config_suffixes;
+    }
     let mut naming_contexts = Vec::with_capacity(a.suffixes.len());
     for s in &a.suffixes {
         let (_, norm) = NormDn::parse(s.as_bytes(), &*schema).map_err(|e| format!("--suffix `{s}`: {e}"))?;
@@ -176,6 +204,7 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
     };
     let csn = CsnGenerator::new(SERVER_ID).map_err(|e| e.to_string())?;
     let hook = import_hook(Arc::new(csn), a.creator.clone(), schema.clone());
+    let imported_schema = schema.clone();
     let options = ImportOptions {
         dir: a.data.clone(),
         storage: Arc::new(FsStorage),
@@ -204,7 +233,7 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
     let member_of = if a.no_member_of {
         None
     } else {
-        Some(repair_member_of(&a.data, a.threads)?)
+        Some(repair_member_of(&a.data, a.threads, imported_schema)?)
     };
     let secs = started.elapsed().as_secs_f64();
     let rate = per(report.entries as f64, secs);
@@ -241,8 +270,8 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
 
 /// Computes every entry's memberOf in the imported directory `dir` and, when some
 /// changed, writes a new snapshot holding them; returns how many entries changed.
-fn repair_member_of(dir: &Path, threads: usize) -> Result<usize, String> {
-    let (store, _) = open(dir, threads)?;
+pub(crate) fn repair_member_of(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<usize, String> {
+    let (store, _) = open_with(dir, threads, schema)?;
     let Some(groups) = GroupSchema::new(store.current().schema()) else {
         return with_store(&store, |_| Ok(0));
     };
@@ -288,13 +317,18 @@ fn progress_bar(size: Option<u64>) -> ProgressBar {
 /// Opens the store in `dir`, which must exist (opening would otherwise create an empty
 /// one, and an empty export or verification of a mistyped path helps nobody).
 pub(crate) fn open(dir: &Path, threads: usize) -> Result<(Store, OpenReport), String> {
+    open_with(dir, threads, schema()?)
+}
+
+/// [`open`] with the schema given.
+fn open_with(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<(Store, OpenReport), String> {
     if !dir.is_dir() {
         return Err(format!(
             "{} is not a data directory (it does not exist)",
             dir.display()
         ));
     }
-    let mut options = StoreOptions::new(dir, schema()?);
+    let mut options = StoreOptions::new(dir, schema);
     options.threads = threads;
     options.snapshot_interval = None;
     options.snapshot_after_records = None;
@@ -318,8 +352,10 @@ fn with_store<T>(store: &Store, f: impl FnOnce(&Store) -> Result<T, String>) -> 
 }
 
 /// `larch export`.
-pub fn export(a: ExportArgs) -> Result<(), String> {
-    let (store, _) = open(&a.data, 0)?;
+pub fn export(mut a: ExportArgs) -> Result<(), String> {
+    let (schema, data, _) = with_config(&a.config, &a.data)?;
+    a.data = data;
+    let (store, _) = open_with(&a.data, 0, schema)?;
     with_store(&store, |store| {
         let version = store.current();
         let base = match &a.base {
@@ -347,10 +383,9 @@ pub fn export(a: ExportArgs) -> Result<(), String> {
             None => (Box::new(std::io::stdout().lock()), "standard output".into()),
         };
         let mut writer = LdifWriter::new(BufWriter::with_capacity(OUTPUT_BUFFER, out));
-        let written = writer
-            .write_version()
-            .and_then(|()| export_ldif(&version, base, &mut writer))
-            .and_then(|n| writer.flush().map(|()| n));
+        // No `version: 1` line: slapadd takes it for an attribute of the first entry, and
+        // slapcat writes none either.
+        let written = export_ldif(&version, base, &mut writer).and_then(|n| writer.flush().map(|()| n));
         let n = match written {
             Ok(n) => n,
             Err(e) => {
