@@ -383,3 +383,108 @@ def _crash_writer(srv, users, groups, stop, seed):
                 c.modify_dn(f"{rdn}x,{rest}", rdn)
     except Exception:  # noqa: BLE001 - the kill closes the connection mid-request
         pass
+
+
+IN_CHAIN = "1.2.840.113556.1.4.1941"
+
+
+def chain_search(conn, base, filt):
+    res, entries = search_entries(conn, base, filt, attrs=["1.1"])
+    assert_result(res, "success")
+    return sorted(norm(e["dn"]) for e in entries)
+
+
+def transitive(conn, dn):
+    res, entries = search_entries(conn, dn, scope=ldap3.BASE, attrs=["transitiveMemberOf"])
+    assert_result(res, "success")
+    return sorted(norm(v) for v in values(entries[0], "transitiveMemberOf"))
+
+
+@pytest.mark.not_slapd("slapd 2.5 has no in-chain rule (its nestgroup overlay came in 2.6)")
+def test_in_chain_follows_nested_groups_ten_deep(g):
+    """g0 lists u; g1 lists g0; ... g9 lists g8. Every group above u finds it, u finds
+    every group above it, and the rule combines with other filters."""
+    conn, top = g
+    u = user(conn, top, "deep")
+    other = user(conn, top, "other")
+    levels = []
+    below = u
+    for i in range(10):
+        below = group(conn, top, f"level{i}", [below])
+        levels.append(below)
+    assert member_of(conn, u) == [norm(levels[0])]
+    assert transitive(conn, u) == sorted(norm(x) for x in levels)
+    for i, grp in enumerate(levels):
+        members = chain_search(conn, top, f"(memberOf:{IN_CHAIN}:={grp})")
+        assert members == sorted([norm(u)] + [norm(x) for x in levels[:i]]), grp
+    assert chain_search(conn, top, f"(member:{IN_CHAIN}:={u})") == sorted(norm(x) for x in levels)
+    # With other filters: people only, a negation, an OR with a plain equality.
+    assert chain_search(conn, top, f"(&(objectClass=inetOrgPerson)(memberOf:{IN_CHAIN}:={levels[9]}))") \
+        == [norm(u)]
+    assert chain_search(conn, top,
+                        f"(&(objectClass=inetOrgPerson)(!(memberOf:{IN_CHAIN}:={levels[9]})))") == [norm(other)]
+    assert chain_search(conn, top, f"(|(uid=other)(member:{IN_CHAIN}:={levels[7]}))") \
+        == sorted([norm(other), norm(levels[8]), norm(levels[9])])
+    # Cutting the chain in the middle: the groups above the cut no longer hold u.
+    conn.modify(levels[5], {"member": [(ldap3.MODIFY_REPLACE, [other])]})
+    assert_result(conn, "success")
+    assert transitive(conn, u) == sorted(norm(x) for x in levels[:5])
+    assert chain_search(conn, top, f"(memberOf:{IN_CHAIN}:={levels[9]})") \
+        == sorted([norm(other)] + [norm(x) for x in levels[5:9]])
+    # A rename of a group in the middle renames it in every chain below it.
+    conn.modify_dn(levels[2], "cn=renamed2")
+    assert_result(conn, "success")
+    assert norm(f"cn=renamed2,ou=groups,{top}") in transitive(conn, u)
+    assert_consistent(conn, top)
+
+
+@pytest.mark.not_slapd("slapd 2.5 has no in-chain rule (its nestgroup overlay came in 2.6)")
+def test_in_chain_handles_a_cycle(g):
+    conn, top = g
+    u = user(conn, top, "cyc")
+    a = group(conn, top, "ca", [u])
+    b = group(conn, top, "cb", [a])
+    conn.modify(a, {"member": [(ldap3.MODIFY_ADD, [b])]})
+    assert_result(conn, "success")
+    assert transitive(conn, u) == sorted([norm(a), norm(b)])
+    # Each group of the cycle is in its own chain.
+    assert transitive(conn, a) == sorted([norm(a), norm(b)])
+    assert chain_search(conn, top, f"(memberOf:{IN_CHAIN}:={a})") == sorted([norm(u), norm(a), norm(b)])
+    assert_consistent(conn, top)
+
+
+@pytest.mark.not_slapd("slapd 2.5 has no in-chain rule (its nestgroup overlay came in 2.6)")
+def test_a_thousand_members_and_a_nested_group(g):
+    conn, top = g
+    users = [f"uid=t{i},ou=people,{top}" for i in range(1000)]
+    for i in range(1000):
+        conn.add(users[i], attributes={"objectClass": ["inetOrgPerson"], "cn": f"t{i}", "sn": "t", "uid": f"t{i}"})
+        assert_result(conn, "success")
+    big = group(conn, top, "big", users)
+    outer = group(conn, top, "outer", [big])
+    assert len(chain_search(conn, top, f"(memberOf:{IN_CHAIN}:={outer})")) == 1001
+    assert transitive(conn, users[500]) == sorted([norm(big), norm(outer)])
+    conn.delete(outer)
+    assert_result(conn, "success")
+    assert transitive(conn, users[500]) == [norm(big)]
+    conn.delete(big)
+    assert_result(conn, "success")
+    assert transitive(conn, users[0]) == []
+    assert member_of(conn, users[999]) == []
+
+
+# crates/server/src/groups/chain.rs
+MAX_GROUP_NESTING = 32
+
+
+@pytest.mark.larch_only("transitiveMemberOf and its depth bound are Larch's")
+def test_the_chain_stops_at_the_nesting_bound(g):
+    conn, top = g
+    u = user(conn, top, "bounded")
+    levels = []
+    below = u
+    for i in range(MAX_GROUP_NESTING + 3):
+        below = group(conn, top, f"b{i}", [below])
+        levels.append(below)
+    assert transitive(conn, u) == sorted(norm(x) for x in levels[:MAX_GROUP_NESTING])
+    assert transitive(conn, levels[0]) == sorted(norm(x) for x in levels[1:MAX_GROUP_NESTING + 1])

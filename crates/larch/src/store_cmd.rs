@@ -37,11 +37,11 @@ use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
 use larch_server::config::{ServerConfig, DEFAULT_DATA_DIR};
 use larch_server::directory::SERVER_ID;
-use larch_server::groups::check::{member_of_mismatches, repair_member_of as repair_member_of_in};
+use larch_server::groups::check::{member_of_mismatches, repair_member_of as repair_member_of_in, Repaired};
 use larch_server::groups::GroupSchema;
 use larch_server::opattrs::csn::CsnGenerator;
 use larch_server::opattrs::import_hook;
-use larch_store::import::{export_ldif, import_ldif, ImportOptions, ImportProgress};
+use larch_store::import::{export_ldif_without, import_ldif, ImportOptions, ImportProgress};
 use larch_store::ldif::LdifWriter;
 use larch_store::storage::FsStorage;
 use larch_store::{OpenReport, Store, StoreOptions};
@@ -248,7 +248,8 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
                 "write_seconds": report.write_time.as_secs_f64(),
                 "snapshot": report.snapshot.path,
                 "snapshot_bytes": report.snapshot.bytes,
-                "member_of_updated": member_of,
+                "member_of_updated": member_of.map(|r| r.member_of),
+                "transitive_member_of_updated": member_of.map(|r| r.transitive),
             }))?
         );
     } else {
@@ -261,24 +262,27 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
             report.snapshot.path.display(),
             mb(report.snapshot.bytes),
         );
-        if let Some(n) = member_of {
-            println!("memberOf computed from the groups: {n} entries updated");
+        if let Some(r) = member_of {
+            println!(
+                "memberOf computed from the groups: {} memberOf and {} transitiveMemberOf values updated",
+                r.member_of, r.transitive
+            );
         }
     }
     Ok(())
 }
 
-/// Computes every entry's memberOf in the imported directory `dir` and, when some
-/// changed, writes a new snapshot holding them; returns how many entries changed.
-pub(crate) fn repair_member_of(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<usize, String> {
+/// Computes every entry's memberOf and transitiveMemberOf in the imported directory `dir`
+/// and, when some changed, writes a new snapshot holding them; says how many changed.
+pub(crate) fn repair_member_of(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<Repaired, String> {
     let (store, _) = open_with(dir, threads, schema)?;
     let Some(groups) = GroupSchema::new(store.current().schema()) else {
-        return with_store(&store, |_| Ok(0));
+        return with_store(&store, |_| Ok(Repaired::default()));
     };
     let changed = repair_member_of_in(&store, &groups)
         .map_err(|e| format!("computing memberOf in {} failed: {e}", dir.display()));
     let closed = store
-        .close(matches!(changed, Ok(n) if n > 0))
+        .close(matches!(&changed, Ok(r) if r.member_of + r.transitive > 0))
         .map_err(|e| format!("closing the store failed: {e}"));
     let changed = changed?;
     closed?;
@@ -384,8 +388,16 @@ pub fn export(mut a: ExportArgs) -> Result<(), String> {
         };
         let mut writer = LdifWriter::new(BufWriter::with_capacity(OUTPUT_BUFFER, out));
         // No `version: 1` line: slapadd takes it for an attribute of the first entry, and
-        // slapcat writes none either.
-        let written = export_ldif(&version, base, &mut writer).and_then(|n| writer.flush().map(|()| n));
+        // slapcat writes none either. transitiveMemberOf is Larch's own, derived from the
+        // groups (an import computes it again): another server would not know the type.
+        let leave_out: Vec<_> = version
+            .schema()
+            .attribute_type("transitiveMemberOf")
+            .map(|t| t.id)
+            .into_iter()
+            .collect();
+        let written = export_ldif_without(&version, base, &leave_out, &mut writer)
+            .and_then(|n| writer.flush().map(|()| n));
         let n = match written {
             Ok(n) => n,
             Err(e) => {
@@ -474,7 +486,7 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
                     "member_of": {
                         "ok": member_of.is_empty(),
                         "differing": member_of.iter().map(|m| json!({
-                            "dn": m.dn, "found": m.found, "expected": m.expected,
+                            "attribute": m.attribute, "dn": m.dn, "found": m.found, "expected": m.expected,
                         })).collect::<Vec<_>>(),
                     },
                 }))?
@@ -531,8 +543,9 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
             match member_of.first() {
                 None => println!("memberOf         ok"),
                 Some(m) => println!(
-                    "memberOf         {} entries differ from their groups; first: {} holds {:?}, its groups say {:?}",
+                    "memberOf         {} values differ from the groups; first: {} of {} holds {:?}, the groups say {:?}",
                     member_of.len(),
+                    m.attribute,
                     m.dn,
                     m.found,
                     m.expected
@@ -543,9 +556,10 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
         match member_of.first() {
             None => Ok(()),
             Some(m) => Err(format!(
-                "{}: {} entries have a memberOf their groups do not give them (first: {})",
+                "{}: {} memberOf or transitiveMemberOf values are not what the groups give (first: {} of {})",
                 a.data.display(),
                 member_of.len(),
+                m.attribute,
                 m.dn
             )),
         }

@@ -600,3 +600,79 @@ fn hidden_types_make_their_assertions_undefined() {
     assert!(!types.contains(&id("description")));
     assert!(compiled.hide(&|t| t == id("description"), s).is_none());
 }
+
+#[test]
+fn the_in_chain_rule_reads_transitive_member_of_or_waits_for_the_server() {
+    let mut e = entry(
+        "cn=dev,ou=groups,dc=example,dc=com",
+        &[
+            ("objectClass", &["groupOfNames"]),
+            ("cn", &["dev"]),
+            ("member", &["uid=a,dc=example,dc=com"]),
+        ],
+    )
+    .unwrap();
+    let chain = schema().attribute_type("transitiveMemberOf").unwrap().id;
+    let none = larch_model::entry::Options::none();
+    e.push_value(chain, &none, b"cn=Staff,ou=Groups,dc=example,dc=com".to_vec());
+    let rule = "1.2.840.113556.1.4.1941";
+    // On memberOf: the entry's transitiveMemberOf, compared as DNs.
+    for (filter, expected) in [
+        (
+            format!("(memberOf:{rule}:=cn=staff,ou=groups,dc=example,dc=com)"),
+            Tri::True,
+        ),
+        (
+            format!("(memberOf:{rule}:=cn=other,ou=groups,dc=example,dc=com)"),
+            Tri::False,
+        ),
+        (
+            "(memberOf:inChainMatch:=CN=STAFF, ou=groups, dc=example, dc=com)".to_string(),
+            Tri::True,
+        ),
+        // Any other attribute, or none: Undefined.
+        (format!("(cn:{rule}:=dev)"), Tri::Undefined),
+        (
+            format!("(:{rule}:=cn=staff,ou=groups,dc=example,dc=com)"),
+            Tri::Undefined,
+        ),
+        // On member: Undefined until the server resolves it.
+        (
+            format!("(member:{rule}:=uid=a,dc=example,dc=com)"),
+            Tri::Undefined,
+        ),
+    ] {
+        assert_eq!(eval(&filter, &e), expected, "{filter}");
+    }
+    // Resolved: the groups the asserted entry belongs to, by DN.
+    let f = OwnedFilter::parse(&format!("(member:{rule}:=uid=a,dc=example,dc=com)")).unwrap();
+    let mut compiled = CompiledFilter::compile(f.as_filter(), schema());
+    assert!(compiled.has_in_chain_members());
+    let key = |dn: &str| {
+        let mut out = Vec::new();
+        larch_model::matching::lookup("distinguishedNameMatch")
+            .unwrap()
+            .normalize(dn.as_bytes(), &mut out)
+            .unwrap();
+        out
+    };
+    compiled.resolve_in_chain(&|asserted| {
+        assert_eq!(asserted, b"uid=a,dc=example,dc=com");
+        vec![key("CN=Dev,OU=Groups,DC=Example,DC=Com")]
+    });
+    assert!(!compiled.has_in_chain_members());
+    assert!(compiled.needs_dn());
+    let stored = e.to_stored();
+    assert_eq!(
+        compiled.evaluate(stored.as_ref(), Some(&e.dn), schema(), &mut Vec::new()),
+        Tri::True
+    );
+    compiled.resolve_in_chain(&|_| Vec::new());
+    let f = OwnedFilter::parse(&format!("(member:{rule}:=uid=a,dc=example,dc=com)")).unwrap();
+    let mut compiled = CompiledFilter::compile(f.as_filter(), schema());
+    compiled.resolve_in_chain(&|_| vec![key("cn=elsewhere")]);
+    assert_eq!(
+        compiled.evaluate(stored.as_ref(), Some(&e.dn), schema(), &mut Vec::new()),
+        Tri::False
+    );
+}

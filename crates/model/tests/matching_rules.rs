@@ -118,6 +118,7 @@ const TESTED: &[&str] = &[
     "caseExactIA5SubstringsMatch",
     "uuidMatch",
     "uuidOrderingMatch",
+    "inChainMatch",
 ];
 
 #[test]
@@ -429,6 +430,17 @@ fn generalized_time_rules() {
             "99991231235959Z",
         ],
     );
+}
+
+#[test]
+fn in_chain_match_compares_as_distinguished_names() {
+    // What the rule means is decided when a filter is compiled (entry_and_filter.rs); its
+    // values are DNs, keyed as distinguishedNameMatch keys them.
+    assert_eq!(rule("1.2.840.113556.1.4.1941").name, "inChainMatch");
+    for dn in ["CN=Babs Jensen,DC=Example,DC=COM", "cn=a+ou=b,dc=c", ""] {
+        assert_eq!(key("inChainMatch", dn), key("distinguishedNameMatch", dn), "{dn}");
+    }
+    assert!(invalid("inChainMatch", b"not a dn"));
 }
 
 #[test]

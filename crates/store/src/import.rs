@@ -368,6 +368,17 @@ pub fn export_ldif<W: Write>(
     base: Option<crate::record::EntryId>,
     out: &mut LdifWriter<W>,
 ) -> std::io::Result<u64> {
+    export_ldif_without(version, base, &[], out)
+}
+
+/// [`export_ldif`] leaving out the attribute types `leave_out` (values the server derives
+/// and another server would not know, such as `transitiveMemberOf`).
+pub fn export_ldif_without<W: Write>(
+    version: &Version,
+    base: Option<crate::record::EntryId>,
+    leave_out: &[larch_model::schema::AttributeTypeId],
+    out: &mut LdifWriter<W>,
+) -> std::io::Result<u64> {
     let roots: Vec<EntryId> = match base {
         Some(id) => vec![id],
         None => version.naming_contexts().iter().collect(),
@@ -378,7 +389,7 @@ pub fn export_ldif<W: Write>(
         for id in version.subtree(root) {
             let Some(e) = version.entry(id) else { continue };
             let mut attributes = Vec::new();
-            for a in e.attrs().attributes() {
+            for a in e.attrs().attributes().filter(|a| !leave_out.contains(&a.ty)) {
                 let name = schema.attribute_type_by_id(a.ty).map_or("", |t| t.name());
                 let description = format!("{name}{}", a.options);
                 for v in a.values.iter() {

@@ -102,7 +102,8 @@ fn write_into(plan: &Plan, ldifs: &[PathBuf], dir: &Path, threads: usize) -> Res
     if plan.groups.member_of {
         let data = dir.join("data");
         let changed = crate::store_cmd::repair_member_of(&data, threads, plan.schema.clone())
-            .map_err(MigrateError::new)?;
+            .map_err(MigrateError::new)?
+            .member_of;
         if changed == 0 {
             report.push(
                 Fate::Carried,

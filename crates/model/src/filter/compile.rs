@@ -58,6 +58,21 @@ pub(super) enum Kind {
         key: Vec<u8>,
         dn_attributes: bool,
     },
+    /// `(member:1.2.840.113556.1.4.1941:=U)`: the groups `value` (U's DN, as asserted)
+    /// belongs to, directly or through nested groups. Undefined until the server resolves
+    /// it against a version ([`CompiledFilter::resolve_in_chain`]).
+    InChainOf {
+        /// The member attribute asserted (what access control sees the filter read).
+        target: Target,
+        value: Vec<u8>,
+    },
+    /// A resolved [`Kind::InChainOf`]: the entries whose DN has one of `keys` (sorted keys
+    /// under `distinguishedNameMatch`).
+    DnIn {
+        target: Target,
+        rule: &'static MatchingRule,
+        keys: Vec<Vec<u8>>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -291,6 +306,9 @@ fn compile_leaf(node: FilterNode<'_>, schema: &Schema) -> Kind {
             };
             let rule = match m.rule {
                 Some(r) => match std::str::from_utf8(r).ok().and_then(matching::lookup) {
+                    Some(rule) if rule.oid == matching::IN_CHAIN_OID => {
+                        return in_chain(target, m.value, schema);
+                    }
                     Some(rule) => rule,
                     // An unknown rule: RFC 4511 4.5.1.7.7 says Undefined.
                     None => return UNDEFINED,
@@ -327,6 +345,76 @@ fn compile_leaf(node: FilterNode<'_>, schema: &Schema) -> Kind {
             }
         }
         FilterNode::Unknown { .. } | FilterNode::And(_) | FilterNode::Or(_) | FilterNode::Not(_) => UNDEFINED,
+    }
+}
+
+/// The in-chain rule on `target`: on `memberOf` (or `transitiveMemberOf`), the entries
+/// whose chain of nested groups holds the asserted group, which the server keeps in
+/// `transitiveMemberOf`: an equality on that type. On `member` or `uniqueMember`, the
+/// groups the asserted entry belongs to through nested groups: resolved by the server.
+/// Any other attribute, or none: Undefined.
+fn in_chain(target: Option<Target>, value: &[u8], schema: &Schema) -> Kind {
+    let (Some(target), Some(chain)) = (target, schema.attribute_type("transitiveMemberOf")) else {
+        return UNDEFINED;
+    };
+    let Some(asserted) = schema.attribute_type_by_id(target.types[0]) else {
+        return UNDEFINED;
+    };
+    if asserted.has_name("memberOf") || asserted.id == chain.id {
+        let Some(rule) = chain.equality else {
+            return UNDEFINED;
+        };
+        let Some(key) = normalized(rule, value) else {
+            return UNDEFINED;
+        };
+        return Kind::Equality {
+            target: Target {
+                types: schema.family(chain.id),
+                options: target.options,
+            },
+            rule,
+            key,
+            object_class: false,
+            subclass_of: None,
+        };
+    }
+    if asserted.has_name("member") || asserted.has_name("uniqueMember") {
+        return Kind::InChainOf {
+            target,
+            value: value.to_vec(),
+        };
+    }
+    UNDEFINED
+}
+
+impl CompiledFilter {
+    /// Resolves every `(member:1.2.840.113556.1.4.1941:=U)` of the filter: `groups_of`
+    /// gives, for U's DN as asserted, the keys (under `distinguishedNameMatch`) of the DNs
+    /// of the groups U belongs to through nested groups (none when U does not exist).
+    pub fn resolve_in_chain(&mut self, groups_of: &dyn Fn(&[u8]) -> Vec<Vec<u8>>) {
+        for node in &mut self.nodes {
+            if let Kind::InChainOf { target, value } = &node.kind {
+                let Some(rule) = matching::lookup("distinguishedNameMatch") else {
+                    continue;
+                };
+                let mut keys = groups_of(value);
+                keys.sort();
+                keys.dedup();
+                node.kind = Kind::DnIn {
+                    target: target.clone(),
+                    rule,
+                    keys,
+                };
+            }
+        }
+    }
+
+    /// True when the filter holds an in-chain assertion on a member attribute, which
+    /// [`CompiledFilter::resolve_in_chain`] must resolve before it is evaluated.
+    pub fn has_in_chain_members(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| matches!(n.kind, Kind::InChainOf { .. }))
     }
 }
 

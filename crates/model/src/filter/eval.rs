@@ -128,7 +128,8 @@ impl CompiledFilter {
         }
     }
 
-    /// True when evaluation looks at the entry's DN (an extensible match with `:dn:`), so
+    /// True when evaluation looks at the entry's DN (an extensible match with `:dn:`, a
+    /// resolved in-chain assertion on a member attribute), so
     /// the caller must pass it to [`CompiledFilter::evaluate`].
     pub fn needs_dn(&self) -> bool {
         self.nodes.iter().any(|n| {
@@ -137,7 +138,7 @@ impl CompiledFilter {
                 Kind::Extensible {
                     dn_attributes: true,
                     ..
-                }
+                } | Kind::DnIn { .. }
             )
         })
     }
@@ -252,6 +253,16 @@ impl CompiledFilter {
                         });
                 Tri::from_bool(in_entry || in_dn)
             }
+            // Not resolved against a version: nothing to decide with.
+            Kind::InChainOf { .. } => Tri::Undefined,
+            Kind::DnIn { rule, keys, .. } => match dn {
+                Some(dn) => {
+                    scratch.clear();
+                    let named = rule.normalize(dn.to_string().as_bytes(), scratch).is_ok();
+                    Tri::from_bool(named && keys.binary_search(scratch).is_ok())
+                }
+                None => Tri::Undefined,
+            },
             Kind::And | Kind::Or | Kind::Not => Tri::Undefined,
         }
     }

@@ -78,7 +78,9 @@ fn reads(kind: &Kind, schema: &Schema, f: &mut dyn FnMut(AttributeTypeId) -> boo
         | Kind::Equality { target, .. }
         | Kind::Ordering { target, .. }
         | Kind::Substrings { target, .. }
-        | Kind::Approx { target, .. } => target,
+        | Kind::Approx { target, .. }
+        | Kind::InChainOf { target, .. }
+        | Kind::DnIn { target, .. } => target,
         Kind::Extensible {
             target: Some(target), ..
         } => target,

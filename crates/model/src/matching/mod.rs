@@ -211,6 +211,9 @@ const fn rule(
     }
 }
 
+/// The OID of the in-chain rule (Active Directory's `LDAP_MATCHING_RULE_IN_CHAIN`).
+pub const IN_CHAIN_OID: &str = "1.2.840.113556.1.4.1941";
+
 /// Syntax OIDs used below.
 mod syn {
     pub const BIT_STRING: &str = "1.3.6.1.4.1.1466.115.121.1.6";
@@ -246,7 +249,7 @@ const CASE_EXACT: Kind = Kind::String {
     ia5: false,
 };
 
-static RULES: [MatchingRule; 38] = [
+static RULES: [MatchingRule; 39] = [
     rule(
         "2.5.13.0",
         "objectIdentifierMatch",
@@ -512,6 +515,16 @@ static RULES: [MatchingRule; 38] = [
         Ordering,
         syn::UUID,
         Kind::Uuid,
+    ),
+    // Active Directory's LDAP_MATCHING_RULE_IN_CHAIN: `(memberOf:1.2.840.113556.1.4.1941:=G)`
+    // and `(member:1.2.840.113556.1.4.1941:=U)` follow nested groups. Values compare as
+    // DNs; what the rule means is decided when a filter is compiled (`crate::filter`).
+    rule(
+        IN_CHAIN_OID,
+        "inChainMatch",
+        Equality,
+        syn::DN,
+        Kind::DistinguishedName,
     ),
 ];
 

@@ -1,5 +1,6 @@
-//! memberOf recomputed from scratch: what every entry's `memberOf` must hold given the
-//! groups of a version, compared with what it holds. `larch verify` reports the
+//! memberOf and transitiveMemberOf recomputed from scratch: what every entry's `memberOf`
+//! and chain of nested groups must hold given the groups of a version, compared with what
+//! it holds. `larch verify` reports the
 //! differences; `larch import` writes the recomputed values (an LDIF's own `memberOf`
 //! values, from another server, are not trusted).
 
@@ -9,11 +10,14 @@ use larch_model::entry::{Attribute, Options, StoredEntry, StoredRef};
 use larch_model::schema::AttributeTypeId;
 use larch_store::{EntryId, Store, StoreError, Version};
 
+use super::chain::{same_dns, MemberOfView};
 use super::GroupSchema;
 
-/// An entry whose `memberOf` differs from what its groups say.
+/// An entry whose `memberOf` or `transitiveMemberOf` differs from what its groups say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberOfMismatch {
+    /// The attribute that differs: `memberOf` or `transitiveMemberOf`.
+    pub attribute: &'static str,
     /// The entry.
     pub id: EntryId,
     /// Its DN.
@@ -40,43 +44,82 @@ pub fn expected_member_of(version: &Version, groups: &GroupSchema) -> BTreeMap<E
 }
 
 /// The entries whose `memberOf` values differ, as sets under `distinguishedNameMatch`,
-/// from [`expected_member_of`].
+/// from [`expected_member_of`], then those whose `transitiveMemberOf` differs from the
+/// chain those values give.
 pub fn member_of_mismatches(version: &Version, groups: &GroupSchema) -> Vec<MemberOfMismatch> {
     let expected = expected_member_of(version, groups);
-    let rule = groups.member_of;
-    let keys = |values: &[String]| {
-        let mut k: Vec<Option<Vec<u8>>> = values.iter().map(|v| rule.key(v.as_bytes())).collect();
-        k.sort();
-        k.dedup();
-        k
-    };
     let mut out = Vec::new();
     for view in version.entries() {
-        let found: Vec<String> = view
-            .attrs()
-            .attribute(rule.ty)
-            .flat_map(|a| a.values.iter())
-            .map(|v| String::from_utf8_lossy(v).into_owned())
-            .collect();
         let want = expected.get(&view.id).cloned().unwrap_or_default();
-        if keys(&found) != keys(&want) {
-            out.push(MemberOfMismatch {
-                id: view.id,
-                dn: version.dn(view.id),
-                expected: want,
-                found,
-            });
+        let found = stored_values(view.attrs(), groups.member_of.ty);
+        if !same_dns(groups.member_of, &found, &want) {
+            out.push(mismatch("memberOf", version, view.id, want, &found));
+        }
+    }
+    let pending: BTreeMap<EntryId, Vec<Vec<u8>>> = version
+        .entries()
+        .map(|view| {
+            let want = expected.get(&view.id).cloned().unwrap_or_default();
+            (view.id, want.into_iter().map(String::into_bytes).collect())
+        })
+        .collect();
+    let chains = MemberOfView {
+        version,
+        pending: &pending,
+        member_of: groups.member_of,
+    };
+    for view in version.entries() {
+        let want = chains.chain(chains.direct(view.id));
+        let found = stored_values(view.attrs(), groups.transitive.ty);
+        if !same_dns(groups.transitive, &found, &want) {
+            out.push(mismatch("transitiveMemberOf", version, view.id, want, &found));
         }
     }
     out
 }
 
-/// Writes the [`expected_member_of`] values into every entry whose `memberOf` differs, in
-/// one write (one commit unit); returns how many entries changed. `larch import` runs it
+fn stored_values(attrs: StoredRef<'_>, ty: AttributeTypeId) -> Vec<Vec<u8>> {
+    attrs
+        .attribute(ty)
+        .flat_map(|a| a.values.iter())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+fn mismatch(
+    attribute: &'static str,
+    version: &Version,
+    id: EntryId,
+    expected: Vec<String>,
+    found: &[Vec<u8>],
+) -> MemberOfMismatch {
+    MemberOfMismatch {
+        attribute,
+        id,
+        dn: version.dn(id),
+        expected,
+        found: found
+            .iter()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect(),
+    }
+}
+
+/// How many values [`repair_member_of`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Repaired {
+    /// Entries whose `memberOf` changed.
+    pub member_of: usize,
+    /// Entries whose `transitiveMemberOf` changed.
+    pub transitive: usize,
+}
+
+/// Writes the expected values into every entry whose `memberOf` or `transitiveMemberOf`
+/// differs ([`member_of_mismatches`]), in one write (one commit unit); says how many
+/// changed. `larch import` runs it
 /// on the directory it made. The entries' other attributes (their timestamps included)
 /// are left as they are: the values are what the data always implied.
-pub fn repair_member_of(store: &Store, groups: &GroupSchema) -> Result<usize, StoreError> {
-    let ty = groups.member_of.ty;
+pub fn repair_member_of(store: &Store, groups: &GroupSchema) -> Result<Repaired, StoreError> {
     let groups = groups.clone();
     store.write(move |txn| {
         let version = txn.version().clone();
@@ -85,11 +128,20 @@ pub fn repair_member_of(store: &Store, groups: &GroupSchema) -> Result<usize, St
             let Some(view) = version.entry(m.id) else {
                 continue;
             };
-            let mut entry = StoredEntryEdit::of(view.attrs());
+            let ty = match m.attribute {
+                "memberOf" => groups.member_of.ty,
+                _ => groups.transitive.ty,
+            };
+            let mut entry =
+                StoredEntryEdit::of(txn.version().entry(m.id).map_or(view.attrs(), |v| v.attrs()));
             entry.set(ty, m.expected.iter().map(|d| d.as_bytes().to_vec()).collect());
             txn.modify(m.id, &entry.finish())?;
         }
-        Ok::<usize, StoreError>(mismatches.len())
+        let member_of = mismatches.iter().filter(|m| m.attribute == "memberOf").count();
+        Ok::<Repaired, StoreError>(Repaired {
+            member_of,
+            transitive: mismatches.len() - member_of,
+        })
     })?
 }
 

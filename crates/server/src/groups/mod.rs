@@ -14,6 +14,7 @@
 //!   an index, by reading every entry. Index candidates are checked value by value, since
 //!   the index files hashes.
 
+pub mod chain;
 pub mod check;
 
 use larch_model::dn::NormDn;
@@ -57,11 +58,13 @@ pub struct GroupSchema {
     pub members: Vec<MemberAttribute>,
     /// `memberOf`.
     pub member_of: MemberAttribute,
+    /// `transitiveMemberOf`: the chain of nested groups ([`chain`]).
+    pub transitive: MemberAttribute,
 }
 
 impl GroupSchema {
-    /// Resolves the elements in `schema`; `None` when it lacks `memberOf` or has no member
-    /// attribute with an equality rule.
+    /// Resolves the elements in `schema`; `None` when it lacks `memberOf` or
+    /// `transitiveMemberOf` or has no member attribute with an equality rule.
     pub fn new(schema: &Schema) -> Option<GroupSchema> {
         let attribute = |name: &str| {
             let t = schema.attribute_type(name)?;
@@ -86,6 +89,7 @@ impl GroupSchema {
             object_class: schema.attribute_type("objectClass")?.id,
             classes,
             member_of: attribute("memberOf")?,
+            transitive: attribute("transitiveMemberOf")?,
             members: (!members.is_empty()).then_some(members)?,
         })
     }

@@ -17,8 +17,13 @@
 //! entry that changes gets the write's modifyTimestamp, modifiersName and entryCSN.
 //! `memberOf` is NO-USER-MODIFICATION: clients never write it, and an imported entry's
 //! values are recomputed (`crate::groups::check`).
+//!
+//! Beside memberOf the hook keeps `transitiveMemberOf`, the chain of nested groups
+//! (`crate::groups::chain`): for every entry whose memberOf changes, every entry renamed,
+//! and every entry whose chain holds one of those. Both attributes of an entry change in
+//! one modify.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use larch_model::entry::Options;
 use larch_model::entry::StoredRef;
@@ -26,6 +31,7 @@ use larch_store::{EntryId, Version, WriteTxn};
 
 use super::{stored_entry, AppliedWrite, HookContext, NewState, PendingWrite, WriteHook, WriteKind};
 use crate::error::OpError;
+use crate::groups::chain::{holding, same_dns, MemberOfView};
 use crate::groups::{entry_named, GroupSchema};
 use crate::opattrs::stamp_modified;
 
@@ -211,8 +217,12 @@ impl WriteHook for MemberOf {
     ) -> Result<(), OpError> {
         if let NewState::Add { entry, .. } = &mut write.state {
             let groups = self.groups.groups_listing(version, &entry.dn.to_string());
-            let values = groups.iter().map(|g| version.dn(*g).into_bytes()).collect();
+            let values: Vec<Vec<u8>> = groups.iter().map(|g| version.dn(*g).into_bytes()).collect();
+            let none = BTreeMap::new();
+            let chain = self.view(version, &none).chain(values.clone());
             entry.set_values(self.groups.member_of.ty, &Options::none(), values);
+            let chain = chain.into_iter().map(String::into_bytes).collect();
+            entry.set_values(self.groups.transitive.ty, &Options::none(), chain);
         }
         Ok(())
     }
@@ -230,21 +240,96 @@ impl WriteHook for MemberOf {
         if applied.kind == WriteKind::PasswordModify {
             return Ok(());
         }
-        let edits = self.edits(applied, txn.version());
-        for (id, edits) in edits {
+        let after = txn.version();
+        let member_of = self.new_member_of(applied, after);
+        let chains = self.new_chains(applied, after, &member_of);
+        let changed: BTreeSet<EntryId> = member_of.keys().chain(chains.keys()).copied().collect();
+        for id in changed {
             let after = txn.version();
             let Some(view) = after.entry(id) else {
                 continue;
             };
-            let Some(values) = self.edited_values(view.attrs(), &edits) else {
-                continue;
-            };
             let mut entry = stored_entry(after, id, view.attrs())?;
-            entry.set_values(self.groups.member_of.ty, &Options::none(), values);
+            if let Some(values) = member_of.get(&id) {
+                entry.set_values(self.groups.member_of.ty, &Options::none(), values.clone());
+            }
+            if let Some(chain) = chains.get(&id) {
+                let values = chain.iter().map(|d| d.as_bytes().to_vec()).collect();
+                entry.set_values(self.groups.transitive.ty, &Options::none(), values);
+            }
             stamp_modified(&mut entry, ctx.identity.dn(), applied.stamp, ctx.optypes);
             txn.modify(id, &entry.to_stored())?;
         }
         Ok(())
+    }
+}
+
+impl MemberOf {
+    /// memberOf values as `pending` leaves them, over `version`.
+    fn view<'a>(
+        &self,
+        version: &'a Version,
+        pending: &'a BTreeMap<EntryId, Vec<Vec<u8>>>,
+    ) -> MemberOfView<'a> {
+        MemberOfView {
+            version,
+            pending,
+            member_of: self.groups.member_of,
+        }
+    }
+
+    /// The entries whose memberOf the write changes, with their new values.
+    fn new_member_of(&self, applied: &AppliedWrite<'_>, after: &Version) -> BTreeMap<EntryId, Vec<Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        for (id, edits) in self.edits(applied, after) {
+            let Some(view) = after.entry(id) else {
+                continue;
+            };
+            if let Some(values) = self.edited_values(view.attrs(), &edits) {
+                out.insert(id, values);
+            }
+        }
+        out
+    }
+
+    /// The entries whose chain of nested groups changes ([`crate::groups::chain`]), with
+    /// their new chains: those whose memberOf changes, the entries renamed, and every entry
+    /// whose chain holds one of them.
+    fn new_chains(
+        &self,
+        applied: &AppliedWrite<'_>,
+        after: &Version,
+        member_of: &BTreeMap<EntryId, Vec<Vec<u8>>>,
+    ) -> BTreeMap<EntryId, Vec<String>> {
+        let mut roots: BTreeSet<EntryId> = member_of.keys().copied().collect();
+        let mut names: Vec<String> = roots.iter().map(|id| after.dn(*id)).collect();
+        if let NewState::Rename { id, .. } = applied.state {
+            for renamed in after.subtree(*id) {
+                roots.insert(renamed);
+                names.push(applied.before.dn(renamed));
+            }
+        }
+        for name in &names {
+            roots.extend(holding(after, self.groups.transitive, name));
+        }
+        let view = self.view(after, member_of);
+        let mut out = BTreeMap::new();
+        for id in roots {
+            let Some(entry) = after.entry(id) else {
+                continue;
+            };
+            let chain = view.chain(view.direct(id));
+            let stored: Vec<Vec<u8>> = entry
+                .attrs()
+                .attribute(self.groups.transitive.ty)
+                .flat_map(|a| a.values.iter())
+                .map(<[u8]>::to_vec)
+                .collect();
+            if !same_dns(self.groups.transitive, &stored, &chain) {
+                out.insert(id, chain);
+            }
+        }
+        out
     }
 }
 

@@ -31,13 +31,19 @@
 use std::fmt;
 
 use larch_model::entry::split_description;
-use larch_model::matching::MatchingRule;
+use larch_model::matching::{self, MatchingRule, IN_CHAIN_OID};
 use larch_model::schema::{AttributeType, ObjectClass, Schema};
 use larch_proto::limits::MAX_FILTER_DEPTH;
-use larch_proto::{AttributeValueAssertion, Filter, FilterNode, FilterSetIter, Substring, SubstringFilter};
+use larch_proto::{
+    AttributeValueAssertion, Filter, FilterNode, FilterSetIter, MatchingRuleAssertion, Substring,
+    SubstringFilter,
+};
 use larch_store::idset::IdSet;
 use larch_store::index::AttrIndex;
 use larch_store::Version;
+
+use crate::groups::chain::groups_of;
+use crate::groups::GroupSchema;
 
 /// The longest plan description kept, in octets: descriptions go to logs, and a filter of
 /// thousands of items must not make a log line of thousands of items. Longer descriptions
@@ -373,7 +379,7 @@ impl Ctx<'_> {
                 Some(t) if t.equality.is_some() => Part::scan(),
                 _ => Part::none(),
             },
-            FilterNode::Extensible(_) => Part::scan(),
+            FilterNode::Extensible(m) => self.extensible(m),
             // An unknown choice evaluates to Undefined, never TRUE.
             FilterNode::Unknown { .. } => Part::none(),
             FilterNode::And(_) | FilterNode::Or(_) | FilterNode::Not(_) => Part::scan(),
@@ -414,6 +420,41 @@ impl Ctx<'_> {
             acc = if acc.is_empty() { set } else { acc.union(&set) };
         }
         Part::set(acc, text)
+    }
+
+    /// Extensible matches scan, but for the in-chain rule: on `memberOf`, the
+    /// `transitiveMemberOf` index as an equality; on `member` or `uniqueMember`, the groups
+    /// in the asserted entry's `transitiveMemberOf` (`crate::groups::chain`).
+    fn extensible(&self, m: MatchingRuleAssertion<'_>) -> Part {
+        let in_chain = m
+            .rule
+            .and_then(|r| std::str::from_utf8(r).ok())
+            .and_then(matching::lookup)
+            .is_some_and(|r| r.oid == IN_CHAIN_OID);
+        if !in_chain {
+            return Part::scan();
+        }
+        let (Some(t), Some(groups)) = (
+            m.description.and_then(|d| self.asserted_type(d)),
+            GroupSchema::new(self.schema),
+        ) else {
+            return Part::none();
+        };
+        let chain = groups.transitive;
+        if t.has_name("memberOf") || t.id == chain.ty {
+            let Some(chain_type) = self.schema.attribute_type_by_id(chain.ty) else {
+                return Part::none();
+            };
+            let keyer = self.version.keyer();
+            return self.union_over(chain_type, "in-chain(memberOf)".into(), |index, ty| {
+                index.equality(same_rule(ty.equality, chain.rule)?, m.value, keyer)
+            });
+        }
+        if t.has_name("member") || t.has_name("uniqueMember") {
+            let ids = groups_of(self.version, chain, m.value);
+            return Part::set(IdSet::from_sorted(&ids), format!("in-chain({})", t.name()));
+        }
+        Part::none()
     }
 
     fn equality(&self, a: AttributeValueAssertion<'_>) -> Part {

@@ -105,6 +105,7 @@ use crate::directory::Directory;
 use crate::dse::root::root_dse;
 use crate::dse::subschema::subschema_entry;
 use crate::error::OpError;
+use crate::groups::chain::resolve_in_chain;
 use crate::identity::Identity;
 use crate::lookup::class::{nearest_in_class, ClassSet};
 use crate::lookup::referral::referral_error;
@@ -524,7 +525,8 @@ fn resolve_request(
         )
     })?;
     let selection = Selection::parse(req.attributes, schema, &dir.optypes);
-    let filter = CompiledFilter::compile(req.filter, schema);
+    let mut filter = CompiledFilter::compile(req.filter, schema);
+    resolve_in_chain(&mut filter, v);
     let sort = match &controls.sort {
         None => None,
         Some((s, critical)) => match sort::parse_keys(s, schema, &|t| {
@@ -543,7 +545,11 @@ fn resolve_request(
             Err(f) => Some(Err(f)),
         },
     };
-    let assertion = controls.assertion.map(|f| CompiledFilter::compile(f, schema));
+    let assertion = controls.assertion.map(|f| {
+        let mut assertion = CompiledFilter::compile(f, schema);
+        resolve_in_chain(&mut assertion, v);
+        assertion
+    });
     Ok(Resolved {
         base,
         selection,

@@ -43,11 +43,21 @@ pub struct IndexConfig {
 }
 
 impl Default for IndexConfig {
-    /// Equality on objectClass, cn, sn, mail, uid, member and uniqueMember; presence on
-    /// objectClass (what OpenLDAP's and 389-ds's default configurations index).
+    /// Equality on objectClass, cn, sn, mail, uid, member and uniqueMember (what OpenLDAP's
+    /// and 389-ds's default configurations index), and on memberOf and transitiveMemberOf
+    /// (group membership filters, the in-chain rule); presence on objectClass.
     fn default() -> Self {
         let mut attributes = BTreeMap::new();
-        for name in ["cn", "sn", "mail", "uid", "member", "uniqueMember"] {
+        for name in [
+            "cn",
+            "sn",
+            "mail",
+            "uid",
+            "member",
+            "uniqueMember",
+            "memberOf",
+            "transitiveMemberOf",
+        ] {
             attributes.insert(name.to_string(), IndexKinds::EQUALITY);
         }
         attributes.insert(
