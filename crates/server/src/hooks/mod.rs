@@ -29,6 +29,7 @@
 //! | hook | file | before_change | after_change |
 //! | --- | --- | --- | --- |
 //! | operational attributes | `opattrs.rs` | createTimestamp, creatorsName, entryUUID, entryCSN, structuralObjectClass (Add); modifyTimestamp, modifiersName, entryCSN (Modify, Modify DN, Password Modify); the attributes logged with a delete (entryUUID, entryCSN, modifiersName, modifyTimestamp) | none |
+//! | uniqueness (`[uniqueness]`) | `unique.rs` | refuses (`constraintViolation`) an Add, Modify or Modify DN that gives a unique attribute a value another entry of the same subtree holds | none |
 //! | referential integrity (`groups.referential_integrity`) | `refint.rs` | none | a deleted entry's DN out of every member value; a renamed subtree's DNs renamed in them |
 //! | memberOf (`groups.member_of`) | `member_of.rs` | a new entry's memberOf: the groups already listing it | the memberOf of the entries a group added, changed, renamed or deleted lists |
 //!
@@ -39,6 +40,7 @@
 mod member_of;
 mod opattrs;
 mod refint;
+mod unique;
 
 use std::sync::Arc;
 
@@ -47,8 +49,9 @@ use larch_model::entry::{Entry, StoredEntry};
 use larch_model::schema::Schema;
 use larch_store::{EntryId, Version, WriteTxn};
 
+use crate::acl::AccessRules;
 use crate::client::Client;
-use crate::config::GroupSettings;
+use crate::config::{ConfigError, ServerConfig};
 use crate::error::OpError;
 use crate::groups::GroupSchema;
 use crate::identity::Identity;
@@ -58,6 +61,7 @@ use crate::opattrs::{OpStamp, OperationalTypes};
 pub use member_of::MemberOf;
 pub use opattrs::OperationalAttributes;
 pub use refint::ReferentialIntegrity;
+pub use unique::Unique;
 
 /// The operation a write comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +150,8 @@ pub struct HookContext<'a> {
     pub identity: &'a Identity,
     /// The client at the other end of the connection.
     pub client: &'a Client,
+    /// The access rules (for a hook whose message may name another entry).
+    pub access: &'a AccessRules,
 }
 
 /// A write between its new state and its commit.
@@ -244,11 +250,17 @@ impl WriteHooks {
         WriteHooks::new(vec![Arc::new(OperationalAttributes)])
     }
 
-    /// The table `settings` turn on over `schema`: the operational attributes, then
-    /// referential integrity and memberOf where on (and where the schema has what they
-    /// need: `memberOf`, and `member` or `uniqueMember`).
-    pub fn configured(settings: &GroupSettings, schema: &Schema) -> WriteHooks {
+    /// The table `config` turns on over `schema`: the operational attributes, then
+    /// uniqueness where it lists attributes, then referential integrity and memberOf where
+    /// on (and where the schema has what they need: `memberOf`, and `member` or
+    /// `uniqueMember`). Refused when `[uniqueness]` names what `schema` lacks.
+    pub fn configured(config: &ServerConfig, schema: &Schema) -> Result<WriteHooks, ConfigError> {
         let mut hooks: Vec<Arc<dyn WriteHook>> = vec![Arc::new(OperationalAttributes)];
+        let unique = config.uniqueness.resolved_attributes(schema)?;
+        if !unique.is_empty() {
+            hooks.push(Arc::new(Unique::new(unique, config.uniqueness.scopes(schema)?)));
+        }
+        let settings = &config.groups;
         if let Some(groups) = GroupSchema::new(schema) {
             if settings.referential_integrity {
                 hooks.push(Arc::new(ReferentialIntegrity::new(
@@ -260,7 +272,7 @@ impl WriteHooks {
                 hooks.push(Arc::new(MemberOf::new(groups)));
             }
         }
-        WriteHooks::new(hooks)
+        Ok(WriteHooks::new(hooks))
     }
 
     /// The names of the hooks, in order.
