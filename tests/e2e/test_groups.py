@@ -456,9 +456,10 @@ def test_in_chain_handles_a_cycle(g):
 @pytest.mark.not_slapd("slapd 2.5 has no in-chain rule (its nestgroup overlay came in 2.6)")
 def test_a_thousand_members_and_a_nested_group(g):
     conn, top = g
-    users = [f"uid=t{i},ou=people,{top}" for i in range(1000)]
+    users = [f"uid=thousand{i},ou=people,{top}" for i in range(1000)]
     for i in range(1000):
-        conn.add(users[i], attributes={"objectClass": ["inetOrgPerson"], "cn": f"t{i}", "sn": "t", "uid": f"t{i}"})
+        conn.add(users[i], attributes={"objectClass": ["inetOrgPerson"], "cn": f"thousand{i}", "sn": "t",
+                                       "uid": f"thousand{i}"})
         assert_result(conn, "success")
     big = group(conn, top, "big", users)
     outer = group(conn, top, "outer", [big])

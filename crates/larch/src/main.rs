@@ -28,6 +28,7 @@ mod alloc;
 mod backup_cmd;
 mod check_config_cmd;
 mod error_log;
+mod import_unique;
 mod ldap_client;
 mod migrate;
 mod passwd_cmd;

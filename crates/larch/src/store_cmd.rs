@@ -5,7 +5,9 @@
 //!   and no log), with a progress bar on a terminal; like slapadd it adds the operational
 //!   attributes an entry lacks (timestamps, creator, entryUUID, entryCSN,
 //!   structuralObjectClass) unless `--no-operational`, then computes every entry's
-//!   memberOf from its groups (`larch_server::groups::check`) unless `--no-member-of`;
+//!   memberOf from its groups (`larch_server::groups::check`) unless `--no-member-of`,
+//!   and reports the values `[uniqueness]` says no two entries may share
+//!   (`crate::import_unique`; refused with `--unique-strict`);
 //! - `export` opens a data directory and writes its entries as LDIF, parents first, in a
 //!   form `slapadd` loads (operational attributes included);
 //! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
@@ -35,7 +37,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
-use larch_server::config::{ServerConfig, DEFAULT_DATA_DIR};
+use larch_server::config::{ServerConfig, UniquenessSettings, DEFAULT_DATA_DIR};
 use larch_server::directory::SERVER_ID;
 use larch_server::groups::check::{member_of_mismatches, repair_member_of as repair_member_of_in, Repaired};
 use larch_server::groups::GroupSchema;
@@ -46,6 +48,8 @@ use larch_store::ldif::LdifWriter;
 use larch_store::storage::FsStorage;
 use larch_store::{OpenReport, Store, StoreOptions};
 use serde_json::json;
+
+use crate::import_unique::{self, find_duplicates};
 
 /// Input read ahead of the import's batch splitter, in octets.
 const INPUT_BUFFER: usize = 1 << 20;
@@ -92,6 +96,11 @@ pub struct ImportArgs {
     /// from the groups that list it, as the server keeps it; see docs/groups.md).
     #[arg(long)]
     pub no_member_of: bool,
+    /// Refuse the import (leaving no snapshot) when two entries of one scope share a
+    /// value `[uniqueness]` says must be unique (`uid` below each naming context without
+    /// --config); by default they are reported and imported.
+    #[arg(long)]
+    pub unique_strict: bool,
     /// The LDIF file (`-`: standard input). Parents must come before their children.
     pub file: PathBuf,
 }
@@ -230,6 +239,17 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
     });
     bar.finish_and_clear();
     let report = result.map_err(|e| format!("import into {} failed: {e}", a.data.display()))?;
+    let uniqueness = match &a.config {
+        Some(path) => ServerConfig::load(path).map_err(|e| e.to_string())?.uniqueness,
+        None => UniquenessSettings::default(),
+    };
+    let found = find_duplicates(&a.data, a.threads, imported_schema.clone(), &uniqueness)?;
+    for d in &found {
+        eprintln!("{}", import_unique::line(d));
+    }
+    if a.unique_strict && !found.is_empty() {
+        return import_unique::refuse(&found, &a.data);
+    }
     let member_of = if a.no_member_of {
         None
     } else {
@@ -250,6 +270,7 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
                 "snapshot_bytes": report.snapshot.bytes,
                 "member_of_updated": member_of.map(|r| r.member_of),
                 "transitive_member_of_updated": member_of.map(|r| r.transitive),
+                "duplicates": found.len(),
             }))?
         );
     } else {
@@ -266,6 +287,12 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
             println!(
                 "memberOf computed from the groups: {} memberOf and {} transitiveMemberOf values updated",
                 r.member_of, r.transitive
+            );
+        }
+        if !found.is_empty() {
+            println!(
+                "{} duplicate values of unique attributes (listed above)",
+                found.len()
             );
         }
     }
@@ -325,7 +352,11 @@ pub(crate) fn open(dir: &Path, threads: usize) -> Result<(Store, OpenReport), St
 }
 
 /// [`open`] with the schema given.
-fn open_with(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<(Store, OpenReport), String> {
+pub(crate) fn open_with(
+    dir: &Path,
+    threads: usize,
+    schema: Arc<Schema>,
+) -> Result<(Store, OpenReport), String> {
     if !dir.is_dir() {
         return Err(format!(
             "{} is not a data directory (it does not exist)",
@@ -345,7 +376,7 @@ fn open_with(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<(Store, 
 }
 
 /// Runs `f` on an open store, then closes it without a snapshot, whatever `f` returned.
-fn with_store<T>(store: &Store, f: impl FnOnce(&Store) -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn with_store<T>(store: &Store, f: impl FnOnce(&Store) -> Result<T, String>) -> Result<T, String> {
     let result = f(store);
     let closed = store
         .close(false)

@@ -190,6 +190,7 @@ impl Directory {
             .ok_or_else(|| setup_error("", "the schema does not define userPassword"))?;
         let tls = config.tls.as_ref().map(TlsState::load).transpose()?.map(Arc::new);
         let acl = AccessRules::compile(&config.access, &schema)?;
+        let hooks = WriteHooks::configured(&config, &schema)?;
         let access_log = start_access_log(&config)?;
         let mut observers = Observers::default();
         if let Some(log) = &access_log {
@@ -216,7 +217,6 @@ impl Directory {
                 return Err(setup_error("", format!("cannot start the search threads: {e}")));
             }
         };
-        let hooks = WriteHooks::configured(&config.groups, &schema);
         let mut dir = Directory {
             config,
             schema,

@@ -18,7 +18,8 @@
 //! searches share (referral and alias classes, the last search base, the referral check),
 //! [`select`] the attribute selection of searches, read controls and the DSEs. [`groups`]
 //! says what a group is and who lists an entry (for the memberOf and referential integrity
-//! hooks of [`hooks`], and the check that recomputes memberOf).
+//! hooks of [`hooks`], and the check that recomputes memberOf); [`uniqueness`] which
+//! entry of a subtree holds a value (for the uniqueness hook and the import's report).
 //! [`store_health`] words the store's health events (writes halted after a disk fault,
 //! snapshots failing) for the error log.
 //!
@@ -31,7 +32,7 @@
 //!    answers waiting for clients;
 //! 3. `error`, `controls`, `response`, `outcome`: result codes, request controls, how an
 //!    operation is answered and ends;
-//! 4. `select`, `lookup`, `groups`: reads of one store version;
+//! 4. `select`, `lookup`, `groups`, `uniqueness`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
 //! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `hooks`, `store_health`:
 //!    what the directory holds;
@@ -84,4 +85,5 @@ pub mod select;
 pub mod session;
 pub mod store_health;
 pub mod tls;
+pub mod uniqueness;
 pub mod workers;

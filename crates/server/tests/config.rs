@@ -104,7 +104,8 @@ fn documented_defaults_are_the_defaults() {
             "security",
             "server",
             "store",
-            "tls"
+            "tls",
+            "uniqueness"
         ]
     );
     let mut text = String::new();
@@ -326,6 +327,9 @@ fn documented_example_parses_to_its_values() {
     assert_ne!(c.error_log.path, d.error_log.path);
     assert_ne!(c.error_log.format, d.error_log.format);
     assert_ne!(c.error_log.level, d.error_log.level);
+    assert!(c.groups.sync_member_uid && !d.groups.sync_member_uid);
+    assert_eq!(c.uniqueness.attributes, ["uid", "mail"]);
+    assert_eq!(c.uniqueness.subtrees, ["ou=people,dc=corp,dc=example"]);
 
     let schema = Arc::new(c.schema().unwrap());
     let norm = c.normalized_suffixes(&schema).unwrap();
@@ -495,6 +499,10 @@ fn bad_values_are_refused_naming_the_key() {
         ("[error_log]\nlevel = \"WARN\"", "error_log.level"),
         ("[error_log]\nlevel = 3", "error_log.level"),
         ("[error_log]\nfile = \"error.log\"", "error_log.file"),
+        ("[uniqueness]\nattributes = [\"nosuch\"]", "uniqueness.attributes"),
+        ("[uniqueness]\nattributes = [\"audio\"]", "uniqueness.attributes"),
+        ("[uniqueness]\nsubtrees = [\"not a dn\"]", "uniqueness.subtrees"),
+        ("[uniqueness]\nscope = \"sub\"", "uniqueness.scope"),
     ] {
         refused(text, key);
     }

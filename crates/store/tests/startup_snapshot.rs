@@ -99,6 +99,19 @@ fn wait_for_snapshot(storage: &dyn Storage, dir: &Path, lsn: u64) {
     wait_for_snapshot_within(storage, dir, lsn, SNAPSHOT_WAIT);
 }
 
+/// Waits until `store` reports a snapshot covering `lsn` written (durable), at most
+/// `SNAPSHOT_WAIT`.
+fn wait_for_recorded_snapshot(store: &Store, lsn: u64) {
+    let deadline = Instant::now() + SNAPSHOT_WAIT;
+    while store.stats().last_snapshot.is_none_or(|s| s.lsn < lsn) {
+        assert!(
+            Instant::now() < deadline,
+            "no snapshot covering LSN {lsn} was recorded"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Waits until the newest snapshot covers `lsn`, at most `wait`.
 fn wait_for_snapshot_within(storage: &dyn Storage, dir: &Path, lsn: u64, wait: Duration) {
     let deadline = Instant::now() + wait;
@@ -142,6 +155,9 @@ fn a_start_replaying_the_trigger_writes_a_snapshot_at_once_in_the_background() {
     // The store serves while the snapshot is written.
     assert_eq!(add_entries(&store, 1), 1);
     wait_for_snapshot(&*storage, &data(), writes);
+    // The file's name shows before the directory is synced: a power cut in between would
+    // lose it. The store records the snapshot once it is durable.
+    wait_for_recorded_snapshot(&store, writes);
     crash(&faults, &store);
     let (store, report) = open(&storage, &data(), Some(TRIGGER));
     assert!(report.replayed <= 1, "replayed {}", report.replayed);

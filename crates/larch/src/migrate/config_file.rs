@@ -129,6 +129,7 @@ pub fn render(plan: &Plan, facts: DataFacts, skip_rules: &[usize], skip_indexes:
     }
 
     t.push_str(&groups_table(plan));
+    t.push_str(&uniqueness_table(plan));
 
     if let Some(path) = &plan.audit_log {
         t.push_str("[audit_log]\nenabled = true\n");
@@ -165,6 +166,26 @@ fn groups_table(plan: &Plan) -> String {
     }
     t.push('\n');
     t
+}
+
+/// `[uniqueness]`: the unique overlays' attributes and subtrees, or none where slapd had no
+/// unique overlay (Larch's default keeps `uid` unique).
+fn uniqueness_table(plan: &Plan) -> String {
+    let list = |items: &[String]| {
+        let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
+        format!("[{}]", quoted.join(", "))
+    };
+    match &plan.uniqueness {
+        None => "[uniqueness]\n# slapd had no unique overlay.\nattributes = []\n\n".to_string(),
+        Some(u) => {
+            let mut t = format!("[uniqueness]\nattributes = {}\n", list(&u.attributes));
+            if !u.subtrees.is_empty() {
+                t.push_str(&format!("subtrees = {}\n", list(&u.subtrees)));
+            }
+            t.push('\n');
+            t
+        }
+    }
 }
 
 /// One `[[access]]` table, with its slapd origin in a comment.

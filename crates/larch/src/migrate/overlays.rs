@@ -23,6 +23,18 @@ pub struct OverlayPlan {
     pub log_databases: Vec<String>,
     /// `[groups]`.
     pub groups: GroupsPlan,
+    /// `[uniqueness]`: the attributes and subtrees of the unique overlays' `unique_uri`s
+    /// (none: slapd kept nothing unique, and the migrated configuration says so).
+    pub uniqueness: Option<UniquenessPlan>,
+}
+
+/// `[uniqueness]` as slapd's unique overlays ask for it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct UniquenessPlan {
+    /// `uniqueness.attributes`.
+    pub attributes: Vec<String>,
+    /// `uniqueness.subtrees` (empty: every naming context).
+    pub subtrees: Vec<String>,
 }
 
 /// `[groups]` as the overlays ask for it.
@@ -73,10 +85,7 @@ pub fn map(overlays: &[Overlay], plan: &mut OverlayPlan, report: &mut Report) {
                 }
                 refint_fate(o)
             }
-            "unique" => (
-                Fate::Dropped,
-                "Larch does not enforce attribute uniqueness yet".into(),
-            ),
+            "unique" => unique_fate(o, plan.uniqueness.get_or_insert_with(UniquenessPlan::default)),
             "ppolicy" => {
                 plan.maintained
                     .extend(PPOLICY_ATTRIBUTES.iter().map(|s| s.to_string()));
@@ -206,6 +215,65 @@ fn refint_fate(o: &Overlay) -> (Fate, String) {
                 "{larch}; slapd also kept {}, which Larch does not",
                 others.join(", ")
             ),
+        )
+    }
+}
+
+/// What becomes of a unique overlay: its `unique_uri`s (`[ignore|strict] ldap:///BASE?ATTRS?SCOPE?FILTER`)
+/// and older `unique_attributes`/`unique_base` give `[uniqueness]`'s attributes and subtrees.
+/// Larch's uniqueness holds one set of subtrees for every attribute and takes no filter,
+/// and slapd's `ignore` (empty values allowed) has no equivalent: changed in meaning then.
+fn unique_fate(o: &Overlay, plan: &mut UniquenessPlan) -> (Fate, String) {
+    let mut changed = Vec::new();
+    for d in &o.directives {
+        match d.name.as_str() {
+            "unique_uri" => {
+                for uri in d.args.iter().filter(|a| a.starts_with("ldap://")) {
+                    let rest = uri.trim_start_matches("ldap://");
+                    let mut parts = rest.splitn(4, '?');
+                    let base = parts
+                        .next()
+                        .unwrap_or("")
+                        .trim_start_matches(|c| c != '/')
+                        .trim_start_matches('/');
+                    let attrs = parts.next().unwrap_or("");
+                    let _scope = parts.next();
+                    if parts.next().is_some_and(|f| !f.is_empty()) {
+                        changed.push(format!("the filter of {uri}"));
+                    }
+                    if !base.is_empty() && !plan.subtrees.iter().any(|s| s.eq_ignore_ascii_case(base)) {
+                        plan.subtrees.push(base.to_string());
+                    }
+                    for a in attrs.split(',').filter(|a| !a.is_empty()) {
+                        if !plan.attributes.iter().any(|x| x.eq_ignore_ascii_case(a)) {
+                            plan.attributes.push(a.to_string());
+                        }
+                    }
+                }
+                if d.args.first().is_some_and(|a| a == "ignore") {
+                    changed.push("`ignore` (Larch checks empty values too)".into());
+                }
+            }
+            "unique_attributes" => plan.attributes.extend(d.args.iter().cloned()),
+            "unique_base" => plan.subtrees.extend(d.args.iter().cloned()),
+            _ => {}
+        }
+    }
+    let larch = format!(
+        "[uniqueness] attributes = {:?}{}: refused with constraintViolation inside the write transaction",
+        plan.attributes,
+        if plan.subtrees.is_empty() {
+            String::new()
+        } else {
+            format!(", subtrees = {:?}", plan.subtrees)
+        }
+    );
+    if changed.is_empty() {
+        (Fate::Carried, larch)
+    } else {
+        (
+            Fate::Changed,
+            format!("{larch}; not kept: {}", changed.join(", ")),
         )
     }
 }

@@ -19,7 +19,7 @@ use larch_model::schema::{BuiltinSchemas, Schema, SchemaFormat, SchemaSource};
 use super::acl::{self, Clause, Rule};
 use super::error::MigrateError;
 use super::model::{dn_key, within, Database, Directive, Origin, SchemaRef, SlapdConfig};
-use super::overlays::{self, GroupsPlan, OverlayPlan};
+use super::overlays::{self, GroupsPlan, OverlayPlan, UniquenessPlan};
 use super::report::{Fate, Report};
 
 /// The schemas Larch ships under the names OpenLDAP's files have.
@@ -109,6 +109,8 @@ pub struct Plan {
     pub maintained: Vec<String>,
     /// `[groups]`: the memberof and refint overlays.
     pub groups: GroupsPlan,
+    /// `[uniqueness]`: the unique overlays (`None`: there was none).
+    pub uniqueness: Option<UniquenessPlan>,
     /// What became of each directive.
     pub report: Report,
 }
@@ -137,6 +139,7 @@ pub fn plan(config: &SlapdConfig) -> Result<Plan, MigrateError> {
         audit_log: None,
         maintained: Vec::new(),
         groups: GroupsPlan::default(),
+        uniqueness: None,
         report,
     };
     let mut overlay_plan = OverlayPlan::default();
@@ -181,6 +184,7 @@ pub fn plan(config: &SlapdConfig) -> Result<Plan, MigrateError> {
     p.audit_log = overlay_plan.audit_log;
     p.maintained = overlay_plan.maintained;
     p.groups = overlay_plan.groups;
+    p.uniqueness = overlay_plan.uniqueness;
     if p.suffixes.is_empty() {
         return Err(MigrateError::new(
             "the configuration has no database with a suffix: there is nothing to migrate",

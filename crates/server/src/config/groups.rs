@@ -6,7 +6,9 @@
 //!   from, or renamed in, every `member` and `uniqueMember` value;
 //! - `groups.empty_group_member` (`""`, the empty DN): the value referential integrity
 //!   leaves in a required member attribute whose last value it removed (slapd's
-//!   `refint_nothing`). It must be a DN.
+//!   `refint_nothing`). It must be a DN;
+//! - `groups.sync_member_uid` (`false`): keep `memberUid` of a `posixGroup` that lists
+//!   its members in `member` in step with `member` (and back).
 
 use serde::Deserialize;
 
@@ -21,6 +23,8 @@ pub struct GroupSettings {
     pub referential_integrity: bool,
     /// `groups.empty_group_member`.
     pub empty_group_member: String,
+    /// `groups.sync_member_uid`.
+    pub sync_member_uid: bool,
 }
 
 impl Default for GroupSettings {
@@ -29,6 +33,7 @@ impl Default for GroupSettings {
             member_of: true,
             referential_integrity: true,
             empty_group_member: String::new(),
+            sync_member_uid: false,
         }
     }
 }
@@ -40,6 +45,7 @@ pub(crate) struct RawGroups {
     pub member_of: Option<bool>,
     pub referential_integrity: Option<bool>,
     pub empty_group_member: Option<String>,
+    pub sync_member_uid: Option<bool>,
 }
 
 impl GroupSettings {
@@ -58,6 +64,7 @@ impl GroupSettings {
                 .referential_integrity
                 .unwrap_or(defaults.referential_integrity),
             empty_group_member,
+            sync_member_uid: raw.sync_member_uid.unwrap_or(defaults.sync_member_uid),
         })
     }
 }
@@ -70,15 +77,17 @@ mod tests {
     fn defaults_and_a_placeholder_that_must_be_a_dn() {
         let g = GroupSettings::from_raw(RawGroups::default()).unwrap();
         assert_eq!(g, GroupSettings::default());
-        assert!(g.member_of && g.referential_integrity);
+        assert!(g.member_of && g.referential_integrity && !g.sync_member_uid);
         let raw = RawGroups {
             member_of: Some(false),
             referential_integrity: None,
             empty_group_member: Some("cn=nobody".into()),
+            sync_member_uid: Some(true),
         };
         let g = GroupSettings::from_raw(raw).unwrap();
         assert!(!g.member_of && g.referential_integrity);
         assert_eq!(g.empty_group_member, "cn=nobody");
+        assert!(g.sync_member_uid);
         let raw = RawGroups {
             empty_group_member: Some("not a dn".into()),
             ..RawGroups::default()

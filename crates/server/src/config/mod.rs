@@ -42,6 +42,7 @@ mod read;
 mod sasl;
 mod security;
 mod tls;
+mod uniqueness;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -77,6 +78,7 @@ pub use password::{DefaultScheme, PasswordSettings};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
 pub use tls::{ClientCertificates, TlsSettings};
+pub use uniqueness::{UniquenessSettings, MAX_UNIQUE_LIST};
 
 use raw::{RawConfig, RawDuration};
 
@@ -211,8 +213,10 @@ pub struct ServerConfig {
     pub error_log: ErrorLogSettings,
     /// `[monitor]`: the counters and `cn=Monitor`.
     pub monitor: MonitorSettings,
-    /// `[groups]`: memberOf and referential integrity.
+    /// `[groups]`: memberOf, referential integrity and memberUid.
     pub groups: GroupSettings,
+    /// `[uniqueness]`: the attributes no two entries of one subtree may share a value of.
+    pub uniqueness: UniquenessSettings,
     /// `[metrics]`: the Prometheus endpoint.
     pub metrics: MetricsSettings,
 }
@@ -367,6 +371,7 @@ impl Default for ServerConfig {
             monitor: MonitorSettings::default(),
             metrics: MetricsSettings::default(),
             groups: GroupSettings::default(),
+            uniqueness: UniquenessSettings::default(),
         }
     }
 }
@@ -683,6 +688,12 @@ impl ServerConfig {
             }
             Ok(())
         });
+        step(&mut errors, || {
+            if let Some(u) = raw.uniqueness {
+                c.uniqueness = UniquenessSettings::from_raw(u)?;
+            }
+            Ok(())
+        });
         (c, errors)
     }
 
@@ -760,6 +771,11 @@ impl ServerConfig {
             &mut errors,
             reads(&["access", "access_proxy"]),
             crate::acl::AccessRules::compile(&self.access, &schema).map(|_| ()),
+        );
+        check(
+            &mut errors,
+            reads(&["uniqueness"]),
+            self.uniqueness.validate(&schema),
         );
         errors
     }

@@ -29,16 +29,21 @@
 //! | hook | file | before_change | after_change |
 //! | --- | --- | --- | --- |
 //! | operational attributes | `opattrs.rs` | createTimestamp, creatorsName, entryUUID, entryCSN, structuralObjectClass (Add); modifyTimestamp, modifiersName, entryCSN (Modify, Modify DN, Password Modify); the attributes logged with a delete (entryUUID, entryCSN, modifiersName, modifyTimestamp) | none |
+//! | uniqueness (`[uniqueness]`) | `unique.rs` | refuses (`constraintViolation`) an Add, Modify or Modify DN that gives a unique attribute a value another entry of the same subtree holds | none |
 //! | referential integrity (`groups.referential_integrity`) | `refint.rs` | none | a deleted entry's DN out of every member value; a renamed subtree's DNs renamed in them |
-//! | memberOf (`groups.member_of`) | `member_of.rs` | a new entry's memberOf: the groups already listing it | the memberOf of the entries a group added, changed, renamed or deleted lists |
+//! | memberUid (`groups.sync_member_uid`) | `member_uid.rs` | a POSIX group's `memberUid` and `member` in step with each other (Add, Modify of the group) | the `memberUid` of the groups listing an entry whose `uid` changed or that was deleted |
+//! | memberOf (`groups.member_of`) | `member_of.rs` | a new entry's memberOf and transitiveMemberOf: the groups already listing it, and their chain | the memberOf of the entries a group added, changed, renamed or deleted lists; the transitiveMemberOf of those, of renamed entries, and of every entry whose chain holds one of them |
 //!
-//! Referential integrity runs before memberOf, so that memberOf reads member values that
-//! name entries as they are after the write. The records of a write and of every entry
+//! Referential integrity runs before memberUid and memberOf, so that they read member
+//! values that name entries as they are after the write; memberUid runs before memberOf,
+//! whose values then follow the members memberUid added. The records of a write and of every entry
 //! its hooks change are one commit unit of the log: replayed whole or not at all.
 
 mod member_of;
+mod member_uid;
 mod opattrs;
 mod refint;
+mod unique;
 
 use std::sync::Arc;
 
@@ -47,8 +52,9 @@ use larch_model::entry::{Entry, StoredEntry};
 use larch_model::schema::Schema;
 use larch_store::{EntryId, Version, WriteTxn};
 
+use crate::acl::AccessRules;
 use crate::client::Client;
-use crate::config::GroupSettings;
+use crate::config::{ConfigError, ServerConfig};
 use crate::error::OpError;
 use crate::groups::GroupSchema;
 use crate::identity::Identity;
@@ -56,8 +62,10 @@ use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{OpStamp, OperationalTypes};
 
 pub use member_of::MemberOf;
+pub use member_uid::MemberUid;
 pub use opattrs::OperationalAttributes;
 pub use refint::ReferentialIntegrity;
+pub use unique::Unique;
 
 /// The operation a write comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +154,8 @@ pub struct HookContext<'a> {
     pub identity: &'a Identity,
     /// The client at the other end of the connection.
     pub client: &'a Client,
+    /// The access rules (for a hook whose message may name another entry).
+    pub access: &'a AccessRules,
 }
 
 /// A write between its new state and its commit.
@@ -244,11 +254,17 @@ impl WriteHooks {
         WriteHooks::new(vec![Arc::new(OperationalAttributes)])
     }
 
-    /// The table `settings` turn on over `schema`: the operational attributes, then
-    /// referential integrity and memberOf where on (and where the schema has what they
-    /// need: `memberOf`, and `member` or `uniqueMember`).
-    pub fn configured(settings: &GroupSettings, schema: &Schema) -> WriteHooks {
+    /// The table `config` turns on over `schema`: the operational attributes, then
+    /// uniqueness where it lists attributes, then referential integrity, memberUid and
+    /// memberOf where on (and where the schema has what they need: `memberOf`, and
+    /// `member` or `uniqueMember`; for memberUid also `posixGroup`, `memberUid`, `uid`). Refused when `[uniqueness]` names what `schema` lacks.
+    pub fn configured(config: &ServerConfig, schema: &Schema) -> Result<WriteHooks, ConfigError> {
         let mut hooks: Vec<Arc<dyn WriteHook>> = vec![Arc::new(OperationalAttributes)];
+        let unique = config.uniqueness.resolved_attributes(schema)?;
+        if !unique.is_empty() {
+            hooks.push(Arc::new(Unique::new(unique, config.uniqueness.scopes(schema)?)));
+        }
+        let settings = &config.groups;
         if let Some(groups) = GroupSchema::new(schema) {
             if settings.referential_integrity {
                 hooks.push(Arc::new(ReferentialIntegrity::new(
@@ -256,11 +272,16 @@ impl WriteHooks {
                     settings.empty_group_member.clone(),
                 )));
             }
+            if settings.sync_member_uid {
+                if let Some(hook) = MemberUid::new(groups.clone(), schema) {
+                    hooks.push(Arc::new(hook));
+                }
+            }
             if settings.member_of {
                 hooks.push(Arc::new(MemberOf::new(groups)));
             }
         }
-        WriteHooks::new(hooks)
+        Ok(WriteHooks::new(hooks))
     }
 
     /// The names of the hooks, in order.

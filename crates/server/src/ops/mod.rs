@@ -90,6 +90,7 @@ impl WriteContext<'_> {
             csn: &self.dir.csn,
             identity: self.identity,
             client: self.client,
+            access: &self.dir.acl,
         }
     }
 
