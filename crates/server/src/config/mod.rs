@@ -37,6 +37,7 @@ mod listen;
 mod logs;
 mod monitor;
 mod password;
+mod password_policy;
 mod raw;
 mod read;
 mod sasl;
@@ -74,6 +75,7 @@ pub use logs::{
 };
 pub use monitor::{MetricsSettings, MonitorSettings};
 pub use password::{DefaultScheme, PasswordSettings};
+pub use password_policy::{PasswordPolicySettings, MAX_GRACE_LOGINS, MAX_IN_HISTORY, MAX_POLICY_FAILURES};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
 pub use tls::{ClientCertificates, TlsSettings};
@@ -213,6 +215,8 @@ pub struct ServerConfig {
     pub monitor: MonitorSettings,
     /// `[groups]`: memberOf and referential integrity.
     pub groups: GroupSettings,
+    /// `[password_policy]`: the default password policy.
+    pub password_policy: PasswordPolicySettings,
     /// `[metrics]`: the Prometheus endpoint.
     pub metrics: MetricsSettings,
 }
@@ -367,6 +371,7 @@ impl Default for ServerConfig {
             monitor: MonitorSettings::default(),
             metrics: MetricsSettings::default(),
             groups: GroupSettings::default(),
+            password_policy: PasswordPolicySettings::default(),
         }
     }
 }
@@ -680,6 +685,12 @@ impl ServerConfig {
         step(&mut errors, || {
             if let Some(g) = raw.groups {
                 c.groups = GroupSettings::from_raw(g)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(p) = raw.password_policy {
+                c.password_policy = PasswordPolicySettings::from_raw(p)?;
             }
             Ok(())
         });
