@@ -50,6 +50,7 @@ use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes}
 use crate::outcome::Observers;
 use crate::output_budget::OutputBudget;
 use crate::password;
+use crate::ppolicy::PasswordPolicy;
 use crate::store_health;
 use crate::tls::{TlsError, TlsState};
 use crate::workers::{threads_for, Workers};
@@ -151,6 +152,8 @@ pub struct Directory {
     pub monitor: Option<Arc<Monitor>>,
     /// The write hooks, in order (see [`crate::hooks`]).
     pub hooks: WriteHooks,
+    /// The password policy (`[password_policy]`; `None` when off), see [`crate::ppolicy`].
+    pub password_policy: Option<Arc<PasswordPolicy>>,
     /// The audit log, when `[audit_log]` is enabled.
     pub audit_log: Option<Arc<AuditLog>>,
     /// The threads large searches run on ([`crate::workers`]): one per core, or
@@ -216,7 +219,9 @@ impl Directory {
                 return Err(setup_error("", format!("cannot start the search threads: {e}")));
             }
         };
-        let hooks = WriteHooks::configured(&config.groups, &schema);
+        let password_policy = PasswordPolicy::configured(&config.password_policy, &schema).map(Arc::new);
+        let hooks =
+            WriteHooks::configured(&config.groups, &schema).with_password_policy(password_policy.clone());
         let mut dir = Directory {
             config,
             schema,
@@ -235,6 +240,7 @@ impl Directory {
             access_log,
             monitor,
             hooks,
+            password_policy,
             audit_log: None,
             search_workers,
             output_budget: Arc::new(OutputBudget::default()),
