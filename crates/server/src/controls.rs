@@ -13,8 +13,8 @@
 //! - the typed values borrow from the request PDU.
 
 use larch_proto::controls::{
-    oid, Assertion, Control, ControlValue, ManageDsaIt, PagedResults, PermissiveModify, PostReadRequest,
-    PreReadRequest, ProxiedAuthz, SortRequest, SubtreeDelete,
+    oid, Assertion, Control, ControlValue, ManageDsaIt, PagedResults, PasswordPolicyRequest,
+    PermissiveModify, PostReadRequest, PreReadRequest, ProxiedAuthz, SortRequest, SubtreeDelete,
 };
 use larch_proto::{Filter, ResultCode, SeqOf};
 
@@ -44,7 +44,7 @@ pub enum OpKind {
 }
 
 /// The request controls Larch implements: what the root DSE publishes as supportedControl.
-pub const SUPPORTED_CONTROLS: [&str; 9] = [
+pub const SUPPORTED_CONTROLS: [&str; 10] = [
     oid::PAGED_RESULTS,
     oid::SORT_REQUEST,
     oid::ASSERTION,
@@ -54,6 +54,7 @@ pub const SUPPORTED_CONTROLS: [&str; 9] = [
     oid::PERMISSIVE_MODIFY,
     oid::SUBTREE_DELETE,
     oid::PROXIED_AUTHZ,
+    oid::PASSWORD_POLICY,
 ];
 
 /// Whether the control `oid` applies to `kind`.
@@ -68,6 +69,9 @@ fn applies(control: &str, kind: OpKind) -> bool {
         oid::PERMISSIVE_MODIFY => kind == Modify,
         oid::SUBTREE_DELETE => kind == Delete,
         oid::PROXIED_AUTHZ => matches!(kind, Search | Compare | Modify | Add | Delete | ModifyDn),
+        // Answered on Bind, Modify, Add and Password Modify; on any other operation of a
+        // connection that must change its password, with the refusal.
+        oid::PASSWORD_POLICY => kind != Other,
         _ => false,
     }
 }
@@ -98,6 +102,8 @@ pub struct RequestControls<'a> {
     /// Proxied Authorization (RFC 4370): the authzId the operation runs as (always
     /// critical; a non-critical one is a `protocolError`).
     pub proxied_authz: Option<&'a [u8]>,
+    /// The password policy request control: the response control is wanted.
+    pub password_policy: bool,
 }
 
 impl<'a> RequestControls<'a> {
@@ -170,6 +176,10 @@ impl<'a> RequestControls<'a> {
                 oid::SUBTREE_DELETE => {
                     SubtreeDelete::from_control(&c).map_err(bad)?;
                     out.subtree_delete = true;
+                }
+                oid::PASSWORD_POLICY => {
+                    PasswordPolicyRequest::from_control(&c).map_err(bad)?;
+                    out.password_policy = true;
                 }
                 _ => unreachable!("applies() accepts only the OIDs matched above"),
             }

@@ -50,6 +50,7 @@ use crate::opattrs::{on_add, on_modify, OpAttrsError, OpStamp, OperationalTypes}
 use crate::outcome::Observers;
 use crate::output_budget::OutputBudget;
 use crate::password;
+use crate::ppolicy::PasswordPolicy;
 use crate::store_health;
 use crate::tls::{TlsError, TlsState};
 use crate::workers::{threads_for, Workers};
@@ -136,7 +137,7 @@ pub struct Directory {
     /// Failed password checks per (address, DN), per DN and per address (`[bind_throttle]`).
     pub bind_throttle: BindThrottle,
     /// The compiled access rules (the default policy when the configuration has none).
-    pub acl: AccessRules,
+    pub acl: Arc<AccessRules>,
     /// The `referral` class (RFC 3296) with its index keys; `None` when the schema lacks it.
     pub referral_class: Option<IndexedClass>,
     /// The `alias` class (RFC 4512) with its index keys; `None` when the schema lacks it.
@@ -151,6 +152,8 @@ pub struct Directory {
     pub monitor: Option<Arc<Monitor>>,
     /// The write hooks, in order (see [`crate::hooks`]).
     pub hooks: WriteHooks,
+    /// The password policy (`[password_policy]`; `None` when off), see [`crate::ppolicy`].
+    pub password_policy: Option<Arc<PasswordPolicy>>,
     /// The audit log, when `[audit_log]` is enabled.
     pub audit_log: Option<Arc<AuditLog>>,
     /// The threads large searches run on ([`crate::workers`]): one per core, or
@@ -189,8 +192,9 @@ impl Directory {
             .map(|t| t.id)
             .ok_or_else(|| setup_error("", "the schema does not define userPassword"))?;
         let tls = config.tls.as_ref().map(TlsState::load).transpose()?.map(Arc::new);
-        let acl = AccessRules::compile(&config.access, &schema)?;
-        let hooks = WriteHooks::configured(&config, &schema)?;
+        let acl = Arc::new(AccessRules::compile(&config.access, &schema)?);
+        let password_policy = PasswordPolicy::configured(&config.password_policy, &schema).map(Arc::new);
+        let hooks = WriteHooks::configured(&config, &schema)?.with_password_policy(password_policy.clone());
         let access_log = start_access_log(&config)?;
         let mut observers = Observers::default();
         if let Some(log) = &access_log {
@@ -235,6 +239,7 @@ impl Directory {
             access_log,
             monitor,
             hooks,
+            password_policy,
             audit_log: None,
             search_workers,
             output_budget: Arc::new(OutputBudget::default()),

@@ -4,6 +4,7 @@
 
 use larch_model::dn::DnError;
 use larch_model::ModelError;
+use larch_proto::controls::PasswordPolicyError;
 use larch_proto::{DecodeError, LdapResult, ResultCode};
 use larch_store::{StoreError, WriteHalt};
 
@@ -21,6 +22,9 @@ pub struct OpError {
     pub message: String,
     /// Referral URIs (only with [`ResultCode::REFERRAL`]).
     pub referrals: Vec<String>,
+    /// The password policy error behind the failure, for the password policy response
+    /// control when the request asked for it.
+    pub policy: Option<PasswordPolicyError>,
 }
 
 impl OpError {
@@ -31,7 +35,14 @@ impl OpError {
             matched_dn: String::new(),
             message: message.into(),
             referrals: Vec::new(),
+            policy: None,
         }
+    }
+
+    /// Sets the password policy error.
+    pub fn with_policy(mut self, error: PasswordPolicyError) -> OpError {
+        self.policy = Some(error);
+        self
     }
 
     /// `protocolError` (2).

@@ -20,6 +20,8 @@
 //! says what a group is and who lists an entry (for the memberOf and referential integrity
 //! hooks of [`hooks`], and the check that recomputes memberOf); [`uniqueness`] which
 //! entry of a subtree holds a value (for the uniqueness hook and the import's report).
+//! [`ppolicy`] is password policy (lockout, expiry, grace logins, history, quality, the
+//! response control), enforced by Bind and by a write hook.
 //! [`store_health`] words the store's health events (writes halted after a disk fault,
 //! snapshots failing) for the error log.
 //!
@@ -34,7 +36,7 @@
 //!    operation is answered and ends;
 //! 4. `select`, `lookup`, `groups`, `uniqueness`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `hooks`, `store_health`:
+//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`:
 //!    what the directory holds;
 //! 7. `directory`: the shared state;
 //! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
@@ -78,6 +80,7 @@ pub mod ops;
 pub mod outcome;
 pub mod output_budget;
 pub mod password;
+pub mod ppolicy;
 pub mod report;
 pub mod response;
 pub mod search;

@@ -99,6 +99,7 @@ fn documented_defaults_are_the_defaults() {
             "metrics",
             "monitor",
             "password",
+            "password_policy",
             "sasl",
             "schema",
             "security",

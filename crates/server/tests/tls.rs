@@ -538,6 +538,7 @@ fn sasl_bind(
 ) -> Result<Identity, (ResultCode, String)> {
     let version = fx.dir.store.current();
     sasl::bind(&fx.dir, &version, mechanism.as_bytes(), credentials, client, cert)
+        .map(|(identity, _)| identity)
         .map_err(|e| (e.code, e.message))
 }
 

@@ -11,6 +11,7 @@
 //! | `rfc2307bis.schema` | draft-howard-rfc2307bis-02 (posixGroup AUXILIARY, automount, groupOfMembers) | [`BuiltinSchemas::Rfc2307bis`], instead of `nis.schema` |
 //! | `dyngroup.schema` | groupOfURLs, memberURL, dgIdentity | standard sets |
 //! | `duaconf.schema` | RFC 4876 | standard sets |
+//! | `ppolicy.schema` | draft-behera-ldap-password-policy-10 as OpenLDAP's ppolicy overlay defines it (pwdPolicy and the account state, OpenLDAP's OIDs) | standard sets |
 //!
 //! `nis.schema` and `rfc2307bis.schema` define the same OIDs differently, so they never
 //! load together: the choice is one of the two sets, not an extra file. Why `system`
@@ -57,9 +58,11 @@ pub const RFC2307BIS: BuiltinFile = builtin!("rfc2307bis.schema");
 pub const DYNGROUP: BuiltinFile = builtin!("dyngroup.schema");
 /// RFC 4876 (DUA configuration profiles).
 pub const DUACONF: BuiltinFile = builtin!("duaconf.schema");
+/// Password policy (draft-behera-ldap-password-policy-10, OpenLDAP's ppolicy).
+pub const PPOLICY: BuiltinFile = builtin!("ppolicy.schema");
 
 /// Every shipped file (both NIS variants included).
-pub const ALL: [BuiltinFile; 8] = [
+pub const ALL: [BuiltinFile; 9] = [
     SYSTEM,
     CORE,
     COSINE,
@@ -68,6 +71,7 @@ pub const ALL: [BuiltinFile; 8] = [
     RFC2307BIS,
     DYNGROUP,
     DUACONF,
+    PPOLICY,
 ];
 
 /// Which shipped schema files to load before the operator's.
@@ -76,7 +80,7 @@ pub enum BuiltinSchemas {
     /// `system.schema` only: the operator's files provide the rest (for example
     /// OpenLDAP's own core, cosine and inetorgperson files).
     SystemOnly,
-    /// system, core, cosine, inetorgperson, nis (RFC 2307), dyngroup, duaconf.
+    /// system, core, cosine, inetorgperson, nis (RFC 2307), dyngroup, duaconf, ppolicy.
     #[default]
     Standard,
     /// As [`BuiltinSchemas::Standard`] with `rfc2307bis.schema` instead of `nis.schema`.
@@ -87,8 +91,26 @@ impl BuiltinSchemas {
     /// The files of this set, in load order.
     pub fn files(self) -> &'static [BuiltinFile] {
         const SYSTEM_ONLY: [BuiltinFile; 1] = [SYSTEM];
-        const STANDARD: [BuiltinFile; 7] = [SYSTEM, CORE, COSINE, INETORGPERSON, NIS, DYNGROUP, DUACONF];
-        const BIS: [BuiltinFile; 7] = [SYSTEM, CORE, COSINE, INETORGPERSON, RFC2307BIS, DYNGROUP, DUACONF];
+        const STANDARD: [BuiltinFile; 8] = [
+            SYSTEM,
+            CORE,
+            COSINE,
+            INETORGPERSON,
+            NIS,
+            DYNGROUP,
+            DUACONF,
+            PPOLICY,
+        ];
+        const BIS: [BuiltinFile; 8] = [
+            SYSTEM,
+            CORE,
+            COSINE,
+            INETORGPERSON,
+            RFC2307BIS,
+            DYNGROUP,
+            DUACONF,
+            PPOLICY,
+        ];
         match self {
             BuiltinSchemas::SystemOnly => &SYSTEM_ONLY,
             BuiltinSchemas::Standard => &STANDARD,

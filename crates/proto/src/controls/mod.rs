@@ -16,6 +16,7 @@
 mod assertion;
 mod flags;
 mod paged;
+mod ppolicy;
 mod proxied_authz;
 mod read_entry;
 mod sort;
@@ -24,6 +25,9 @@ mod sync;
 pub use assertion::Assertion;
 pub use flags::{ManageDsaIt, PermissiveModify, SubtreeDelete};
 pub use paged::PagedResults;
+pub use ppolicy::{
+    PasswordPolicyError, PasswordPolicyRequest, PasswordPolicyResponse, PasswordPolicyWarning,
+};
 pub use proxied_authz::ProxiedAuthz;
 pub use read_entry::{PostReadRequest, PostReadResponse, PreReadRequest, PreReadResponse};
 pub use sort::{SortKey, SortRequest, SortResponse};
@@ -155,4 +159,6 @@ pub mod oid {
     pub const SYNC_DONE: &str = "1.3.6.1.4.1.4203.1.9.1.3";
     /// Sync Info Message, an IntermediateResponse name (RFC 4533).
     pub const SYNC_INFO: &str = "1.3.6.1.4.1.4203.1.9.1.4";
+    /// Password policy request and response (draft-behera-ldap-password-policy-10).
+    pub const PASSWORD_POLICY: &str = "1.3.6.1.4.1.42.2.27.8.5.1";
 }

@@ -34,6 +34,7 @@ use larch_proto::{Authentication, BindRequest, ResultCode};
 use larch_store::{EntryId, Version};
 use rustls_pki_types::CertificateDer;
 
+use super::policy::{BindPolicy, PolicyReport};
 use super::{confidentiality, sasl};
 use crate::bind_throttle::Account;
 use crate::client::Client;
@@ -50,10 +51,11 @@ pub const MAX_BIND_DN_BYTES: usize = 16 * 1024;
 /// A bind after its decisions: done, or a password left to check.
 #[derive(Debug)]
 pub enum Staged {
-    /// Decided without a password check (anonymous, unauthenticated).
-    Done(Identity),
-    /// A name/password bind whose password is still to be checked.
-    Check(PasswordCheck),
+    /// Decided (anonymous, unauthenticated, SASL), with what password policy reports.
+    Done(Identity, PolicyReport),
+    /// A name/password bind whose password is still to be checked (boxed: it carries the
+    /// account's policy and state).
+    Check(Box<PasswordCheck>),
 }
 
 /// A name/password bind's password check, owning everything it needs (it may run on
@@ -70,6 +72,8 @@ pub struct PasswordCheck {
     /// The account the failed-bind throttle counts this check under.
     account: Account,
     settings: PasswordSettings,
+    /// The password policy of the account (`None`: none applies).
+    policy: Option<BindPolicy>,
 }
 
 impl PasswordCheck {
@@ -92,6 +96,12 @@ impl PasswordCheck {
     /// DN (the empty one for a name too long to be an entry's).
     pub fn account(&self) -> Account {
         self.account
+    }
+
+    /// The account's password policy, taken out to be applied around the check
+    /// ([`crate::auth::policy`]).
+    pub fn take_policy(&mut self) -> Option<BindPolicy> {
+        self.policy.take()
     }
 
     /// Checks the password: the identity, or `invalidCredentials` (49).
@@ -119,8 +129,13 @@ pub fn bind(
     peer_cert: Option<&CertificateDer<'_>>,
 ) -> Result<Identity, OpError> {
     match stage(dir, version, req, client, peer_cert, None)? {
-        Staged::Done(identity) => Ok(identity),
-        Staged::Check(check) => check.run(),
+        Staged::Done(identity, _) => Ok(identity),
+        Staged::Check(mut check) => {
+            if let Some(policy) = check.take_policy() {
+                policy.check_lock()?;
+            }
+            check.run()
+        }
     }
 }
 
@@ -144,7 +159,10 @@ pub fn stage(
         Authentication::Sasl {
             mechanism,
             credentials,
-        } => return sasl::bind(dir, version, mechanism, credentials, client, peer_cert).map(Staged::Done),
+        } => {
+            return sasl::bind(dir, version, mechanism, credentials, client, peer_cert)
+                .map(|(identity, report)| Staged::Done(identity, report))
+        }
         Authentication::Other { tag, .. } => {
             return Err(OpError::new(
                 ResultCode::AUTH_METHOD_NOT_SUPPORTED,
@@ -156,7 +174,7 @@ pub fn stage(
     match (req.name.is_empty(), password_given.is_empty()) {
         (true, true) => {
             if settings.allow_anonymous_bind {
-                Ok(Staged::Done(Identity::Anonymous))
+                Ok(Staged::Done(Identity::Anonymous, PolicyReport::default()))
             } else {
                 Err(OpError::new(
                     ResultCode::INAPPROPRIATE_AUTHENTICATION,
@@ -169,7 +187,7 @@ pub fn stage(
         )),
         (false, true) => {
             if settings.allow_unauthenticated_bind {
-                Ok(Staged::Done(Identity::Anonymous))
+                Ok(Staged::Done(Identity::Anonymous, PolicyReport::default()))
             } else {
                 Err(OpError::unwilling(
                     "unauthenticated bind (a DN with an empty password) is not allowed (RFC 4513 section 5.1.2)",
@@ -178,7 +196,7 @@ pub fn stage(
         }
         (false, false) => {
             confidentiality::require_tls(dir, client, "a simple bind with a password")?;
-            simple(dir, version, req.name, password_given, last_base).map(Staged::Check)
+            simple(dir, version, req.name, password_given, last_base).map(|c| Staged::Check(Box::new(c)))
         }
     }
 }
@@ -200,6 +218,7 @@ pub(crate) fn simple(
         entry: None,
         account: dir.bind_throttle.account(""),
         settings: dir.config.password.clone(),
+        policy: None,
     };
     if name.len() > MAX_BIND_DN_BYTES {
         return Ok(check);
@@ -223,6 +242,7 @@ pub(crate) fn simple(
         .take(password::MAX_VALUES_CHECKED)
         .collect();
     let admin = norm == dir.admin_dn;
+    check.policy = BindPolicy::read(dir, version, id, &norm);
     check.entry = Some(id);
     check.identity = Some(Identity::Dn {
         dn: version.dn(id),

@@ -1,10 +1,11 @@
-//! Authentication: the Bind decisions ([`bind`]), SASL mechanisms ([`sasl`]) and the
-//! confidentiality policy ([`confidentiality`]). What the directory itself holds for them
+//! Authentication: the Bind decisions ([`bind`]), SASL mechanisms ([`sasl`]), password
+//! policy in a bind ([`policy`]) and the confidentiality policy ([`confidentiality`]). What the directory itself holds for them
 //! lives below it: the userPassword storage schemes ([`crate::password`]) and the
 //! failed-bind throttle ([`crate::bind_throttle`]).
 
 pub mod bind;
 pub mod confidentiality;
+pub mod policy;
 pub mod sasl;
 
 /// The userPassword schemes, also at the path they had when they lived here.

@@ -28,6 +28,7 @@ use rustls_pki_types::CertificateDer;
 
 use crate::auth::bind::{simple, MAX_BIND_DN_BYTES};
 use crate::auth::confidentiality;
+use crate::auth::policy::{wait_blocking, BindPolicy, PolicyReport};
 use crate::bind_throttle::Account;
 use crate::cert_subject::{escape_value, Subject};
 use crate::client::Client;
@@ -70,10 +71,10 @@ pub fn bind(
     credentials: Option<&[u8]>,
     client: &Client,
     peer_cert: Option<&CertificateDer<'_>>,
-) -> Result<Identity, OpError> {
+) -> Result<(Identity, PolicyReport), OpError> {
     let m = &dir.config.sasl.mechanisms;
     if m.external && mechanism.eq_ignore_ascii_case(EXTERNAL.as_bytes()) {
-        external(dir, version, credentials, client, peer_cert)
+        external(dir, version, credentials, client, peer_cert).map(|i| (i, PolicyReport::default()))
     } else if m.plain && mechanism.eq_ignore_ascii_case(PLAIN.as_bytes()) {
         plain(dir, version, credentials, client)
     } else {
@@ -132,6 +133,10 @@ fn external(
             subject.to_rfc4514()
         )));
     };
+    // A certificate proves no password: of the password policy, only a lock applies.
+    if let Some(policy) = BindPolicy::read(dir, version, id, &norm) {
+        policy.check_lock()?;
+    }
     let admin = norm == dir.admin_dn;
     let identity = Identity::Dn {
         dn: version.dn(id),
@@ -205,13 +210,14 @@ pub fn parse_plain(message: &[u8]) -> Result<PlainMessage<'_>, String> {
     })
 }
 
-/// SASL PLAIN: a DN and its password, checked as a simple bind checks them.
+/// SASL PLAIN: a DN and its password, checked as a simple bind checks them, password
+/// policy included (the records it waits for are waited for here).
 fn plain(
     dir: &Directory,
     version: &Version,
     credentials: Option<&[u8]>,
     client: &Client,
-) -> Result<Identity, OpError> {
+) -> Result<(Identity, PolicyReport), OpError> {
     confidentiality::require_tls(dir, client, "SASL PLAIN")?;
     let other = |m: String| OpError::new(ResultCode::OTHER, format!("SASL PLAIN: {m}"));
     let message = credentials.ok_or_else(|| {
@@ -225,12 +231,26 @@ fn plain(
             "SASL PLAIN: the authentication identity must be `dn:<DN>` or a DN (user names are not mapped)",
         ));
     }
-    let checked = simple(dir, version, name, msg.password, None).and_then(|check| {
-        if check.is_slow() {
+    let mut report = PolicyReport::default();
+    let checked = simple(dir, version, name, msg.password, None).and_then(|mut check| {
+        let policy = check.take_policy();
+        if let Some(p) = &policy {
+            p.check_lock()?;
+        }
+        let checked = if check.is_slow() {
             gate::blocking_section(|| check.run())
         } else {
             check.run()
+        };
+        let Some(policy) = policy else {
+            return checked;
+        };
+        let (checked, told, pending) = policy.conclude(dir, checked);
+        report = told;
+        if let Some(p) = pending {
+            wait_blocking(p);
         }
+        checked
     });
     let identity = checked.map_err(|e| {
         if e.code == ResultCode::INVALID_DN_SYNTAX {
@@ -246,9 +266,9 @@ fn plain(
         }
     })?;
     if msg.authzid.is_empty() {
-        Ok(identity)
+        Ok((identity, report))
     } else {
-        authorize(dir, version, identity, msg.authzid, client)
+        authorize(dir, version, identity, msg.authzid, client).map(|i| (i, report))
     }
 }
 

@@ -37,6 +37,7 @@ mod listen;
 mod logs;
 mod monitor;
 mod password;
+mod password_policy;
 mod raw;
 mod read;
 mod sasl;
@@ -75,6 +76,7 @@ pub use logs::{
 };
 pub use monitor::{MetricsSettings, MonitorSettings};
 pub use password::{DefaultScheme, PasswordSettings};
+pub use password_policy::{PasswordPolicySettings, MAX_GRACE_LOGINS, MAX_IN_HISTORY, MAX_POLICY_FAILURES};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
 pub use tls::{ClientCertificates, TlsSettings};
@@ -217,6 +219,8 @@ pub struct ServerConfig {
     pub groups: GroupSettings,
     /// `[uniqueness]`: the attributes no two entries of one subtree may share a value of.
     pub uniqueness: UniquenessSettings,
+    /// `[password_policy]`: the default password policy.
+    pub password_policy: PasswordPolicySettings,
     /// `[metrics]`: the Prometheus endpoint.
     pub metrics: MetricsSettings,
 }
@@ -372,6 +376,7 @@ impl Default for ServerConfig {
             metrics: MetricsSettings::default(),
             groups: GroupSettings::default(),
             uniqueness: UniquenessSettings::default(),
+            password_policy: PasswordPolicySettings::default(),
         }
     }
 }
@@ -691,6 +696,12 @@ impl ServerConfig {
         step(&mut errors, || {
             if let Some(u) = raw.uniqueness {
                 c.uniqueness = UniquenessSettings::from_raw(u)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(p) = raw.password_policy {
+                c.password_policy = PasswordPolicySettings::from_raw(p)?;
             }
             Ok(())
         });

@@ -30,6 +30,7 @@ pub(crate) struct RawConfig {
     pub metrics: Option<super::monitor::RawMetrics>,
     pub groups: Option<super::groups::RawGroups>,
     pub uniqueness: Option<super::uniqueness::RawUniqueness>,
+    pub password_policy: Option<super::password_policy::RawPasswordPolicy>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.

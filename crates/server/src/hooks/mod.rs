@@ -29,6 +29,7 @@
 //! | hook | file | before_change | after_change |
 //! | --- | --- | --- | --- |
 //! | operational attributes | `opattrs.rs` | createTimestamp, creatorsName, entryUUID, entryCSN, structuralObjectClass (Add); modifyTimestamp, modifiersName, entryCSN (Modify, Modify DN, Password Modify); the attributes logged with a delete (entryUUID, entryCSN, modifiersName, modifyTimestamp) | none |
+//! | password policy (`password_policy.enabled`) | `ppolicy.rs` | a password change's rules (quality, history, minimum age, safe modify, user change allowed) and the state it records (pwdChangedTime, pwdHistory, pwdReset; failures, lock and grace logins cleared) | none |
 //! | uniqueness (`[uniqueness]`) | `unique.rs` | refuses (`constraintViolation`) an Add, Modify or Modify DN that gives a unique attribute a value another entry of the same subtree holds | none |
 //! | referential integrity (`groups.referential_integrity`) | `refint.rs` | none | a deleted entry's DN out of every member value; a renamed subtree's DNs renamed in them |
 //! | memberUid (`groups.sync_member_uid`) | `member_uid.rs` | a POSIX group's `memberUid` and `member` in step with each other (Add, Modify of the group) | the `memberUid` of the groups listing an entry whose `uid` changed or that was deleted |
@@ -42,6 +43,7 @@
 mod member_of;
 mod member_uid;
 mod opattrs;
+mod ppolicy;
 mod refint;
 mod unique;
 
@@ -60,10 +62,12 @@ use crate::groups::GroupSchema;
 use crate::identity::Identity;
 use crate::opattrs::csn::CsnGenerator;
 use crate::opattrs::{OpStamp, OperationalTypes};
+use crate::ppolicy::{NewPassword, PasswordPolicy};
 
 pub use member_of::MemberOf;
 pub use member_uid::MemberUid;
 pub use opattrs::OperationalAttributes;
+pub use ppolicy::PasswordPolicyHook;
 pub use refint::ReferentialIntegrity;
 pub use unique::Unique;
 
@@ -167,6 +171,9 @@ pub struct PendingWrite {
     pub state: NewState,
     /// Its time and CSN, taken on the writer thread so that CSNs follow commit order.
     pub stamp: OpStamp,
+    /// What the operation knows of a new userPassword that the entry, where it is hashed,
+    /// does not tell (for the password policy hook).
+    pub password: Option<NewPassword>,
 }
 
 impl PendingWrite {
@@ -176,7 +183,14 @@ impl PendingWrite {
             kind,
             state,
             stamp: OpStamp::now(ctx.csn),
+            password: None,
         }
+    }
+
+    /// The same write, with what the operation knows of its new password.
+    pub fn with_password(mut self, password: Option<NewPassword>) -> PendingWrite {
+        self.password = password;
+        self
     }
 }
 
@@ -282,6 +296,18 @@ impl WriteHooks {
             }
         }
         Ok(WriteHooks::new(hooks))
+    }
+
+    /// The table with the password policy hook right after the operational attributes
+    /// (before the hooks that change other entries), when `policy` is on.
+    pub fn with_password_policy(self, policy: Option<Arc<PasswordPolicy>>) -> WriteHooks {
+        let Some(policy) = policy else {
+            return self;
+        };
+        let mut list = self.list;
+        let at = 1.min(list.len());
+        list.insert(at, Arc::new(PasswordPolicyHook::new(policy)));
+        WriteHooks::new(list)
     }
 
     /// The names of the hooks, in order.

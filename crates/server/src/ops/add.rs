@@ -42,6 +42,7 @@ use super::{
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::hooks::{NewState, PendingWrite, WriteKind};
+use crate::ppolicy::NewPassword;
 
 /// An Add ready for the writer thread.
 #[derive(Debug, Clone)]
@@ -54,6 +55,8 @@ pub struct PreparedAdd {
     naming_context: bool,
     assertion: Option<PreparedAssertion>,
     reads: ReadControls,
+    /// What the password policy needs to know of the entry's userPassword.
+    password: Option<NewPassword>,
 }
 
 /// Parses and checks an AddRequest (see the module documentation).
@@ -104,8 +107,9 @@ pub fn prepare_add(
     let checked = check_entry(&entry, schema)?;
     let naming_context = dir.suffixes.contains(&entry.norm_dn);
     ctx.check_early(|access, version| access.check_add(version, &entry, naming_context))?;
-    userpassword::prepare_entry(ctx, &mut entry, &shown)?;
+    let password = userpassword::prepare_entry(ctx, &mut entry, &shown)?;
     Ok(PreparedAdd {
+        password,
         naming_context,
         entry,
         checked,
@@ -163,6 +167,7 @@ pub fn apply_add(
         naming_context,
         assertion,
         reads,
+        password,
     } = op;
     // The new state and the hooks first (the operational attributes), so that access
     // control and the assertion see the entry as it will be stored (see `crate::hooks`).
@@ -172,7 +177,7 @@ pub fn apply_add(
         naming_context,
     };
     let hook_ctx = ctx.hook_context();
-    let mut write = PendingWrite::new(WriteKind::Add, state, &hook_ctx);
+    let mut write = PendingWrite::new(WriteKind::Add, state, &hook_ctx).with_password(password);
     dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
     let Some(entry) = write.state.entry() else {
         return Err(OpError::new(ResultCode::OTHER, "a hook removed the entry to add"));

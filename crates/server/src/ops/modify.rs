@@ -38,6 +38,7 @@ use super::{check_target, find_entry, userpassword, Target, WriteContext};
 use crate::controls::{RequestControls, ResponseControl};
 use crate::error::OpError;
 use crate::hooks::{NewState, PendingWrite, WriteKind};
+use crate::ppolicy::NewPassword;
 
 /// A Modify ready for the writer thread.
 #[derive(Debug, Clone)]
@@ -49,6 +50,8 @@ pub struct PreparedModify {
     permissive: bool,
     assertion: Option<PreparedAssertion>,
     reads: ReadControls,
+    /// What the password policy needs to know of a new userPassword.
+    password: Option<NewPassword>,
 }
 
 /// Parses and checks a ModifyRequest (see the module documentation).
@@ -88,12 +91,13 @@ pub fn prepare_modify(
         Some(id) => access.check_modify(version, id, req.changes),
         None => Ok(()),
     })?;
-    let changes = if touches_password {
-        userpassword::rewrite_changes(ctx, &req.changes, &norm, &shown)?
+    let (changes, password) = if touches_password {
+        let (changes, facts) = userpassword::rewrite_changes(ctx, &req.changes, &norm, &shown)?;
+        (changes, Some(facts))
     } else {
         let mut changes = Vec::new();
         req.changes.encode_contents(&mut Writer::new(&mut changes));
-        changes
+        (changes, None)
     };
     Ok(PreparedModify {
         dn,
@@ -102,6 +106,7 @@ pub fn prepare_modify(
         permissive: controls.permissive_modify,
         assertion: PreparedAssertion::new(controls, schema),
         reads: ReadControls::new(controls, schema, &dir.optypes),
+        password,
     })
 }
 
@@ -140,7 +145,8 @@ pub fn apply_modify(
     };
     apply_changes(&mut entry, changes, schema, options)?;
     let hook_ctx = ctx.hook_context();
-    let mut write = PendingWrite::new(WriteKind::Modify, NewState::Modify { id, entry }, &hook_ctx);
+    let mut write = PendingWrite::new(WriteKind::Modify, NewState::Modify { id, entry }, &hook_ctx)
+        .with_password(op.password);
     dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
     dir.hooks.commit(txn, &write, &hook_ctx)?;
     controls.extend(op.reads.post_read(txn.version(), id, &dir.optypes, &access)?);

@@ -45,6 +45,7 @@ use crate::error::OpError;
 use crate::hooks::{NewState, PendingWrite, WriteKind};
 use crate::lookup::referral_above;
 use crate::password;
+use crate::ppolicy::NewPassword;
 
 /// The answer to a wrong or unverifiable old password, as slapd words it.
 const OLD_PASSWORD_REFUSED: &str = "unwilling to verify old password";
@@ -59,6 +60,8 @@ pub struct PreparedPasswordModify {
     new: Option<Vec<u8>>,
     /// The target's userPassword values when prepared (for the old-password check).
     stored: Vec<Vec<u8>>,
+    /// The stored passwords the password policy's history forbids reusing.
+    reuse: Vec<Vec<u8>>,
 }
 
 /// A Password Modify ready for the writer thread.
@@ -69,6 +72,8 @@ pub struct ReadyPasswordModify {
     hashed: Vec<u8>,
     /// The password the server generated (returned as genPasswd).
     pub generated: Option<String>,
+    /// What the password policy needs to know of the new password.
+    password: NewPassword,
 }
 
 /// Why [`PreparedPasswordModify::finish`] failed.
@@ -181,7 +186,9 @@ pub fn prepare_password_modify(
                 .collect()
         })
         .unwrap_or_default();
+    let reuse = userpassword::reuse_candidates(ctx, version, &norm, ctx.identity);
     Ok(PreparedPasswordModify {
+        reuse,
         dn,
         norm,
         old: req.old_password.map(<[u8]>::to_vec),
@@ -207,6 +214,7 @@ impl PreparedPasswordModify {
     pub fn is_slow(&self, settings: &PasswordSettings) -> bool {
         userpassword::hashing_is_slow(settings)
             || (self.old.is_some() && self.stored.iter().any(|v| password::is_slow(v)))
+            || self.reuse.iter().any(|v| password::is_slow(v))
     }
 
     /// Checks the old password, generates the new one if none was given, and hashes it
@@ -229,6 +237,14 @@ impl PreparedPasswordModify {
                 (p.clone().into_bytes(), Some(p))
             }
         };
+        let facts = NewPassword {
+            clear_len: Some(new.len()),
+            old_given: self.old.is_some(),
+            in_history: self
+                .reuse
+                .iter()
+                .any(|c| password::verify_any(&new, std::slice::from_ref(c), settings)),
+        };
         let hashed = password::hash_new(settings, &new).map_err(|e| {
             FinishError::Other(OpError::new(
                 ResultCode::OTHER,
@@ -240,6 +256,7 @@ impl PreparedPasswordModify {
             norm: self.norm,
             hashed,
             generated,
+            password: facts,
         })
     }
 }
@@ -267,7 +284,8 @@ pub fn apply_password_modify(
         WriteKind::PasswordModify,
         NewState::Modify { id, entry },
         &hook_ctx,
-    );
+    )
+    .with_password(Some(op.password));
     dir.hooks.before_change(&mut write, txn.version(), &hook_ctx)?;
     dir.hooks.commit(txn, &write, &hook_ctx)?;
     Ok(())

@@ -22,16 +22,25 @@
 //!
 //! Hashing and checking argon2 or PBKDF2 cost tens of milliseconds; they run in
 //! [`gate::blocking_section`], which keeps the connection's tokio worker free.
+//!
+//! For the password policy hook, the cleartext is looked at before it is hashed
+//! ([`NewPassword`]): its length, whether the change named the old password, and whether
+//! it reuses the current password or one of the history the policy keeps (verified here,
+//! off the writer thread, against the version current when the write is prepared).
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{resolve_description, Entry};
 use larch_proto::ber::Writer;
 use larch_proto::{Change, ModifyOperation, PartialAttribute, ResultCode, SeqOf};
+use larch_store::Version;
 
 use super::WriteContext;
 use crate::config::{DefaultScheme, PasswordSettings};
 use crate::error::OpError;
+use crate::identity::Identity;
 use crate::password::{self, gate};
+use crate::ppolicy::change::history_to_check;
+use crate::ppolicy::NewPassword;
 
 /// True when hashing with `settings.default_scheme` is slow (argon2id, PBKDF2).
 pub(crate) fn hashing_is_slow(settings: &PasswordSettings) -> bool {
@@ -82,15 +91,89 @@ fn stored_form(ctx: &WriteContext<'_>, value: &[u8], shown: &str) -> Result<Vec<
     hash_for_storage(settings, value, shown)
 }
 
-/// Replaces every userPassword value of an entry being added by its stored form.
-pub(crate) fn prepare_entry(ctx: &WriteContext<'_>, entry: &mut Entry, shown: &str) -> Result<(), OpError> {
+/// The length the password policy checks of new userPassword values: the shortest
+/// cleartext, `None` when one is already hashed (it cannot be checked).
+fn clear_len(values: &[Vec<u8>], settings: &PasswordSettings) -> Option<usize> {
+    if values.iter().any(|v| password::is_prehashed(v, settings)) {
+        return None;
+    }
+    values.iter().map(Vec::len).min()
+}
+
+/// Replaces every userPassword value of an entry being added by its stored form; what
+/// the password policy needs to know of them (`None` without a userPassword).
+pub(crate) fn prepare_entry(
+    ctx: &WriteContext<'_>,
+    entry: &mut Entry,
+    shown: &str,
+) -> Result<Option<NewPassword>, OpError> {
     let ty = ctx.dir.user_password;
+    let mut facts = None;
     for attr in entry.attrs.iter_mut().filter(|a| a.ty == ty) {
+        facts = Some(NewPassword {
+            clear_len: clear_len(&attr.values, &ctx.dir.config.password),
+            ..NewPassword::default()
+        });
         for v in attr.values.iter_mut() {
             *v = stored_form(ctx, v, shown)?;
         }
     }
-    Ok(())
+    Ok(facts)
+}
+
+/// The stored passwords a new password of the entry of `attrs` may not reuse: its
+/// current userPassword values and the `pwdInHistory` most recent of its `pwdHistory`.
+/// None when no password policy applies, the policy keeps no history, or the
+/// administrator writes (no rule applies to the administrator).
+pub(crate) fn reuse_candidates(
+    ctx: &WriteContext<'_>,
+    version: &Version,
+    norm: &NormDn,
+    identity: &Identity,
+) -> Vec<Vec<u8>> {
+    let (Some(pp), false) = (&ctx.dir.password_policy, identity.is_admin()) else {
+        return Vec::new();
+    };
+    let Some(entry) = version.find(norm).and_then(|id| version.entry(id)) else {
+        return Vec::new();
+    };
+    let policy = pp.policy_for(version, entry.attrs(), &ctx.dir.schema);
+    if policy.in_history == 0 {
+        return Vec::new();
+    }
+    let values = |ty| -> Vec<Vec<u8>> {
+        entry
+            .attrs()
+            .attribute(ty)
+            .flat_map(|a| a.values.iter().map(<[u8]>::to_vec).collect::<Vec<_>>())
+            .collect()
+    };
+    let history = values(pp.types.history);
+    let mut out = values(pp.types.user_password);
+    out.extend(
+        history_to_check(&history, policy.in_history)
+            .into_iter()
+            .map(<[u8]>::to_vec),
+    );
+    out
+}
+
+/// Whether the cleartext `clear` verifies against one of `candidates` (off the tokio
+/// worker when one is of a slow scheme).
+pub(crate) fn reuses(clear: &[u8], candidates: &[Vec<u8>], settings: &PasswordSettings) -> bool {
+    if candidates.is_empty() {
+        return false;
+    }
+    let check = || {
+        candidates
+            .iter()
+            .any(|c| password::verify_any(clear, std::slice::from_ref(c), settings))
+    };
+    if candidates.iter().any(|c| password::is_slow(c)) {
+        gate::blocking_section(check)
+    } else {
+        check()
+    }
 }
 
 /// The stored userPassword values of the entry `norm` in the current version.
@@ -107,16 +190,19 @@ fn current_values(ctx: &WriteContext<'_>, norm: &NormDn) -> Vec<Vec<u8>> {
 }
 
 /// A Modify's changes with their userPassword values rewritten (see the module
-/// documentation), encoded as `Change` TLVs back to back.
+/// documentation), encoded as `Change` TLVs back to back, and what the password policy
+/// needs to know of the new password.
 pub(crate) fn rewrite_changes(
     ctx: &WriteContext<'_>,
     changes: &SeqOf<'_, Change<'_>>,
     norm: &NormDn,
     shown: &str,
-) -> Result<Vec<u8>, OpError> {
+) -> Result<(Vec<u8>, NewPassword), OpError> {
     let schema = &*ctx.dir.schema;
     let settings = &ctx.dir.config.password;
     let mut stored: Option<Vec<Vec<u8>>> = None;
+    let mut facts = NewPassword::default();
+    let mut candidates: Option<Vec<Vec<u8>>> = None;
     // (operation, attribute description, values) of each change, owned.
     type OwnedChange<'d> = (ModifyOperation, &'d [u8], Vec<Vec<u8>>);
     let mut owned: Vec<OwnedChange<'_>> = Vec::new();
@@ -128,13 +214,24 @@ pub(crate) fn rewrite_changes(
         if is_password {
             match change.operation {
                 ModifyOperation::Add | ModifyOperation::Replace => {
+                    if !values.is_empty() {
+                        facts.clear_len = clear_len(&values, settings);
+                    }
                     for v in values.iter_mut() {
+                        if facts.clear_len.is_some() {
+                            let candidates = candidates.get_or_insert_with(|| {
+                                reuse_candidates(ctx, &ctx.dir.store.current(), norm, ctx.identity)
+                            });
+                            facts.in_history |= reuses(v, candidates, settings);
+                        }
                         *v = stored_form(ctx, v, shown)?;
                     }
                 }
                 ModifyOperation::Delete if !values.is_empty() => {
                     let current = stored.get_or_insert_with(|| current_values(ctx, norm));
-                    values = resolve_deletes(values, current, settings);
+                    let (resolved, named_current) = resolve_deletes(values, current, settings);
+                    values = resolved;
+                    facts.old_given |= named_current;
                 }
                 _ => {}
             }
@@ -158,19 +255,26 @@ pub(crate) fn rewrite_changes(
         .collect();
     let mut out = Vec::new();
     SeqOf::from_items(&list).encode_contents(&mut Writer::new(&mut out));
-    Ok(out)
+    Ok((out, facts))
 }
 
 /// The values a userPassword delete names, cleartext passwords replaced by the stored
-/// values they verify against (each value once).
-fn resolve_deletes(values: Vec<Vec<u8>>, current: &[Vec<u8>], settings: &PasswordSettings) -> Vec<Vec<u8>> {
+/// values they verify against (each value once), and whether one of them named a current
+/// value (the old password, for the password policy's safe modify).
+fn resolve_deletes(
+    values: Vec<Vec<u8>>,
+    current: &[Vec<u8>],
+    settings: &PasswordSettings,
+) -> (Vec<Vec<u8>>, bool) {
     fn push(v: Vec<u8>, out: &mut Vec<Vec<u8>>) {
         if !out.contains(&v) {
             out.push(v);
         }
     }
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(values.len());
+    let mut named_current = false;
     for v in values {
+        named_current |= current.contains(&v);
         if current.contains(&v) || password::is_prehashed(&v, settings) {
             push(v, &mut out);
             continue;
@@ -193,10 +297,11 @@ fn resolve_deletes(values: Vec<Vec<u8>>, current: &[Vec<u8>], settings: &Passwor
         if found.is_empty() {
             push(v, &mut out);
         } else {
+            named_current = true;
             for s in found {
                 push(s, &mut out);
             }
         }
     }
-    out
+    (out, named_current)
 }

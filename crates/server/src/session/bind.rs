@@ -15,7 +15,11 @@
 //!    ([`crate::password::gate`]);
 //! 4. the outcome is told to the throttle: an `invalidCredentials` answer counts as a
 //!    failure of the (address, DN) pair, the DN and the address; a success clears the
-//!    pair's failures.
+//!    pair's failures;
+//! 5. password policy ([`crate::auth::policy`]): a locked account is refused before
+//!    step 2 without a password check; after step 3 the policy concludes (failures
+//!    counted, expiry, grace logins, must-change), waiting for the account's record when
+//!    it is a failure or a grace login.
 
 use std::net::IpAddr;
 use std::time::Instant;
@@ -25,6 +29,7 @@ use larch_store::EntryId;
 
 use super::Session;
 use crate::auth::bind::{stage, Staged};
+use crate::auth::policy::{wait_blocking, PolicyReport};
 use crate::auth::sasl;
 use crate::bind_throttle::{Account, Decision};
 use crate::error::OpError;
@@ -33,11 +38,11 @@ use crate::password::gate;
 
 impl Session {
     /// Runs a Bind (see the module documentation): the new identity with the entry a
-    /// name/password bind found, or the error to answer.
+    /// name/password bind found and what password policy reports, or the error to answer.
     pub(super) async fn run_bind(
         &mut self,
         req: &BindRequest<'_>,
-    ) -> Result<(Identity, Option<EntryId>), OpError> {
+    ) -> Result<(Identity, Option<EntryId>, PolicyReport), OpError> {
         let ip = self.client.addr.map(|a| a.ip());
         // SASL PLAIN checks its password inside step 1: it meets the throttle first.
         let sasl_account = match req.authentication {
@@ -62,11 +67,15 @@ impl Session {
         if let Some(account) = sasl_account {
             self.tell_throttle(Checked::of(&staged), ip, account);
         }
-        let check = match staged {
-            Ok(Staged::Done(identity)) => return Ok((identity, None)),
+        let mut check = match staged {
+            Ok(Staged::Done(identity, report)) => return Ok((identity, None, report)),
             Ok(Staged::Check(check)) => check,
             Err(e) => return Err(e),
         };
+        let policy = check.take_policy();
+        if let Some(p) = &policy {
+            p.check_lock()?;
+        }
         let account = check.account();
         self.throttle(ip, account, "binds").await?;
         let entry = check.entry();
@@ -83,7 +92,14 @@ impl Session {
             check.run()
         };
         self.tell_throttle(Checked::of(&result), ip, account);
-        result.map(|identity| (identity, entry))
+        let Some(policy) = policy else {
+            return result.map(|identity| (identity, entry, PolicyReport::default()));
+        };
+        let (result, report, pending) = policy.conclude(&self.dir, result);
+        if let Some(p) = pending {
+            wait_blocking(p);
+        }
+        result.map(|identity| (identity, entry, report))
     }
 
     /// The failed-bind throttle's decision for a password check (`what`: "binds",

@@ -15,11 +15,13 @@ use larch_store::{StoreError, Version, WriteTxn};
 
 use super::complete::{Completion, Ending, OpTrace};
 use super::inflight::{OpClass, StopRequest};
+use super::restricted::{asks_policy, error_reply};
 use super::search_job::{SearchJob, MAX_WAITING_SEARCHES_PER_THREAD};
 use super::Session;
 use crate::acl::ops::check_bind;
 use crate::acl::proxy::proxied_identity;
 use crate::auth::confidentiality;
+use crate::auth::policy::PolicyReport;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::directory::Directory;
 use crate::error::OpError;
@@ -27,6 +29,7 @@ use crate::identity::Identity;
 use crate::lookup::referral_above_text;
 use crate::ops::{self, WriteContext};
 use crate::outcome::{respond, CloseReason, Reply};
+use crate::ppolicy::response_control;
 use crate::response::ResponseSink;
 use crate::search::{self, SearchContext};
 
@@ -84,6 +87,12 @@ impl Session {
             return self.disconnect(msg.op.tag(), pdu, false, why.to_string(), out);
         }
         let trace = self.begin(id, msg.op.tag());
+        self.asks_policy = asks_policy(msg.controls);
+        if let Some(e) = self.restricted(&msg.op) {
+            let response = response_tag(msg.op.tag()).unwrap_or(op_tag::EXTENDED_RESPONSE);
+            let reply = error_reply(e, self.asks_policy);
+            return self.complete(&trace, pdu, None, out, Ending::reply(response, &reply));
+        }
         match msg.op {
             ProtocolOp::BindRequest(req) => self.bind(trace, &req, msg.controls, pdu, out).await,
             ProtocolOp::UnbindRequest => {
@@ -233,13 +242,21 @@ impl Session {
         drop(all);
         self.paged_reset();
         let reply = match result {
-            Ok(identity) => {
+            Ok((identity, report)) => {
                 self.identity = Arc::new(identity);
-                Reply::success()
+                self.set_must_change_password(report.must_change);
+                let mut reply = Reply::success();
+                if self.asks_policy && report != PolicyReport::default() {
+                    reply
+                        .controls
+                        .push(response_control(report.warning, report.error));
+                }
+                reply
             }
             Err(e) => {
                 self.identity = Arc::new(Identity::Anonymous);
-                Reply::from(e)
+                self.set_must_change_password(false);
+                error_reply(e, self.asks_policy)
             }
         };
         self.complete(
@@ -253,8 +270,8 @@ impl Session {
 
     /// The identity a Bind establishes: the password check (`bind.rs`), then the access
     /// rules' `auth` right on the entry.
-    async fn bind_identity(&mut self, req: &BindRequest<'_>) -> Result<Identity, OpError> {
-        let (identity, entry) = self.run_bind(req).await?;
+    async fn bind_identity(&mut self, req: &BindRequest<'_>) -> Result<(Identity, PolicyReport), OpError> {
+        let (identity, entry, report) = self.run_bind(req).await?;
         let (dir, version) = (&self.dir, self.reader.current());
         check_bind(
             &dir.acl,
@@ -264,7 +281,7 @@ impl Session {
             &self.client,
             dir.user_password,
         )?;
-        Ok(identity)
+        Ok((identity, report))
     }
 
     /// Search: prepared on the current version, run inline when small, else on a worker
@@ -444,7 +461,7 @@ impl Session {
                 .await
             }
             Err(e) => {
-                let reply = Reply::from(e);
+                let reply = error_reply(e, self.asks_policy);
                 self.complete(&trace, pdu, None, out, Ending::reply(response, &reply));
             }
         }
@@ -472,6 +489,10 @@ impl Session {
         let client = self.client.clone();
         let tx = self.done_tx.clone();
         let store = self.dir.store.clone();
+        let asks_policy = self.asks_policy;
+        // On a connection restricted to changing its password, only a password change
+        // gets here; its success lifts the restriction.
+        let lifts = self.must_change_password().then(|| self.must_change.clone());
         store.submit(
             move |txn| {
                 let ctx = WriteContext {
@@ -483,8 +504,13 @@ impl Session {
             },
             move |settled: Result<Result<Reply, OpError>, StoreError>| {
                 let reply = match settled.unwrap_or_else(|e| Err(OpError::from(e))) {
-                    Ok(reply) => reply,
-                    Err(e) => Reply::from(e),
+                    Ok(reply) => {
+                        if let Some(flag) = &lifts {
+                            flag.store(false, std::sync::atomic::Ordering::Release);
+                        }
+                        reply
+                    }
+                    Err(e) => error_reply(e, asks_policy),
                 };
                 let mut out = Vec::new();
                 if guard.state().stop_request() == StopRequest::Abandon {

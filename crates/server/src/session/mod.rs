@@ -39,6 +39,7 @@ mod complete;
 mod dispatch;
 pub mod inflight;
 mod password_modify;
+mod restricted;
 mod search_job;
 mod starttls;
 mod stream;
@@ -139,6 +140,12 @@ pub(crate) struct Session {
     /// Disconnection): why.
     bad_pdu: Option<CloseReason>,
     identity: Arc<Identity>,
+    /// The bound account's password was reset and must be changed first (password
+    /// policy's `pwdMustChange`): until a password change succeeds, other operations are
+    /// refused (`restricted.rs`). Cleared by the change's completion, on the writer's side.
+    must_change: Arc<std::sync::atomic::AtomicBool>,
+    /// The request being dispatched carries the password policy request control.
+    asks_policy: bool,
     /// Where the client connects from and whether TLS protects the connection.
     client: Arc<Client>,
     reader: StoreReader,
@@ -235,6 +242,8 @@ pub async fn serve(
         received: Instant::now(),
         bad_pdu: None,
         identity: Arc::new(Identity::Anonymous),
+        must_change: Arc::default(),
+        asks_policy: false,
         client: Arc::new(client),
         inflight,
         permits: Arc::new(Semaphore::new(max_ops as usize)),

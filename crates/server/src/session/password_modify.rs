@@ -60,7 +60,7 @@ impl Session {
                 .await
             }
             Err(e) => {
-                let reply = Reply::from(e);
+                let reply = super::restricted::error_reply(e, self.asks_policy);
                 self.complete(
                     &trace,
                     pdu,

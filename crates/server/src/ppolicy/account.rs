@@ -1,0 +1,416 @@
+//! An account's password policy state (the operational attributes on its entry) and what
+//! it means for a bind: locked, outside its validity window, expired with or without
+//! grace logins, about to expire, reset. Pure functions of the state, the policy and the
+//! time, as OpenLDAP's `account_locked` and `ppolicy_bind_response` decide them.
+
+use larch_model::entry::StoredRef;
+use larch_proto::controls::{PasswordPolicyError, PasswordPolicyWarning};
+
+use super::policy::{Policy, PolicyTypes};
+use super::time::{self, MICROS};
+
+/// The value of `pwdAccountLockedTime` that locks an account until an administrator
+/// removes it, whatever the lockout duration (the draft, section 5.3.3).
+pub const PERMANENT_LOCK: &str = "000001010000Z";
+
+/// `pwdAccountLockedTime`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockedTime {
+    /// `000001010000Z`, or a value that does not read as a time (a lock fails closed).
+    Permanent,
+    /// Locked at this time.
+    At(i64),
+}
+
+/// The state password policy keeps on an account's entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountState {
+    /// `pwdChangedTime`.
+    pub changed: Option<i64>,
+    /// `pwdAccountLockedTime`.
+    pub locked: Option<LockedTime>,
+    /// `pwdFailureTime` values that read as times, oldest first.
+    pub failures: Vec<i64>,
+    /// How many `pwdGraceUseTime` values there are.
+    pub grace_uses: u32,
+    /// `pwdReset: TRUE`.
+    pub reset: bool,
+    /// `pwdStartTime` (`Some(None)`: present but unreadable).
+    pub start: Option<Option<i64>>,
+    /// `pwdEndTime` (`Some(None)`: present but unreadable).
+    pub end: Option<Option<i64>>,
+}
+
+/// Whether a lock is in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockStatus {
+    /// No lock.
+    Unlocked,
+    /// Locked now.
+    Locked,
+    /// A lock whose duration has passed: the bind goes on and the value is removed.
+    Lapsed,
+}
+
+impl AccountState {
+    /// Reads the state from an entry's attributes.
+    pub fn read(attrs: StoredRef<'_>, t: &PolicyTypes) -> AccountState {
+        let first = |ty| attrs.attribute(ty).find_map(|a| a.values.iter().next());
+        let mut failures: Vec<i64> = attrs
+            .attribute(t.failure_time)
+            .flat_map(|a| a.values.iter().filter_map(time::parse).collect::<Vec<_>>())
+            .collect();
+        failures.sort_unstable();
+        AccountState {
+            changed: first(t.changed_time).and_then(time::parse),
+            locked: first(t.locked_time).map(|v| match time::parse(v) {
+                Some(at) if !v.starts_with(b"0000") => LockedTime::At(at),
+                _ => LockedTime::Permanent,
+            }),
+            failures,
+            grace_uses: attrs
+                .attribute(t.grace_use_time)
+                .map(|a| a.values.len() as u32)
+                .sum(),
+            reset: first(t.reset).is_some_and(|v| v.eq_ignore_ascii_case(b"TRUE")),
+            start: first(t.start_time).map(time::parse),
+            end: first(t.end_time).map(time::parse),
+        }
+    }
+
+    /// Whether `pwdStartTime` and `pwdEndTime` allow the password at `now` (an unreadable
+    /// value does not).
+    pub fn in_validity_window(&self, now: i64) -> bool {
+        let started = match self.start {
+            None => true,
+            Some(t) => t.is_some_and(|t| now >= t),
+        };
+        let ended = match self.end {
+            None => false,
+            Some(t) => t.is_none_or(|t| t <= now),
+        };
+        started && !ended
+    }
+
+    /// Whether the account is locked at `now`. A permanent lock holds whatever the policy
+    /// (it is an administrator's); a lock with a time only under `pwdLockout`, for
+    /// `pwdLockoutDuration` (0: until removed), as slapd decides. A lock time in the
+    /// future is not yet in force.
+    pub fn lock_status(&self, policy: &Policy, now: i64) -> LockStatus {
+        match self.locked {
+            None => LockStatus::Unlocked,
+            Some(LockedTime::Permanent) => LockStatus::Locked,
+            Some(LockedTime::At(_)) if !policy.lockout => LockStatus::Unlocked,
+            Some(LockedTime::At(at)) if now < at => LockStatus::Unlocked,
+            Some(LockedTime::At(_)) if policy.lockout_duration == 0 => LockStatus::Locked,
+            Some(LockedTime::At(at)) if now < at.saturating_add(policy.lockout_duration) => {
+                LockStatus::Locked
+            }
+            Some(LockedTime::At(_)) => LockStatus::Lapsed,
+        }
+    }
+
+    /// The failures that count at `now`: those within `pwdFailureCountInterval` (all of
+    /// them when it is 0).
+    pub fn counted_failures(&self, policy: &Policy, now: i64) -> impl Iterator<Item = i64> + '_ {
+        let interval = policy.failure_count_interval;
+        self.failures
+            .iter()
+            .copied()
+            .filter(move |&t| interval == 0 || now <= t.saturating_add(interval))
+    }
+
+    /// Whether the password has outlived `pwdMaxAge` at `now` (never without a change
+    /// time, as in slapd).
+    pub fn expired(&self, policy: &Policy, now: i64) -> bool {
+        policy.max_age > 0 && self.changed.is_some_and(|c| now - c > policy.max_age)
+    }
+
+    /// Whether a password change at `now` comes before `pwdMinAge` (a reset password may
+    /// always be changed).
+    pub fn too_young(&self, policy: &Policy, now: i64) -> bool {
+        policy.min_age > 0 && !self.reset && self.changed.is_some_and(|c| now - c < policy.min_age)
+    }
+}
+
+/// What a bind must write to the account afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountUpdate {
+    /// A failed password: one more `pwdFailureTime`, perhaps the lock.
+    RecordFailure,
+    /// A successful bind on an account with failures or a lapsed lock: both removed.
+    ClearFailures,
+    /// A grace login: one more `pwdGraceUseTime` (failures and a lapsed lock removed).
+    UseGrace,
+}
+
+/// How the policy ends a bind whose password has been checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BindVerdict {
+    /// The bind fails with `invalidCredentials` (49) although the password was right.
+    pub refused: bool,
+    /// The warning of the response control.
+    pub warning: Option<PasswordPolicyWarning>,
+    /// The error of the response control.
+    pub error: Option<PasswordPolicyError>,
+    /// The connection may only change its password (`pwdReset` under `pwdMustChange`).
+    pub must_change: bool,
+    /// What to write to the account.
+    pub update: Option<AccountUpdate>,
+}
+
+/// Before the password check: the error that refuses the bind at once (locked, or
+/// outside the validity window), without looking at the password and without counting a
+/// failure, as slapd's `ppolicy_bind` does.
+pub fn refuse_before_check(state: &AccountState, policy: &Policy, now: i64) -> Option<PasswordPolicyError> {
+    let locked = state.lock_status(policy, now) == LockStatus::Locked;
+    (locked || !state.in_validity_window(now)).then_some(PasswordPolicyError::AccountLocked)
+}
+
+/// After the password check (`right`: it verified).
+pub fn after_check(state: &AccountState, policy: &Policy, now: i64, right: bool) -> BindVerdict {
+    let lapsed = state.lock_status(policy, now) == LockStatus::Lapsed;
+    if !right {
+        return BindVerdict {
+            update: policy.lockout.then_some(AccountUpdate::RecordFailure),
+            ..BindVerdict::default()
+        };
+    }
+    let mut v = BindVerdict {
+        update: (lapsed || !state.failures.is_empty()).then_some(AccountUpdate::ClearFailures),
+        ..BindVerdict::default()
+    };
+    if policy.must_change && state.reset {
+        v.error = Some(PasswordPolicyError::ChangeAfterReset);
+        v.must_change = true;
+        return v;
+    }
+    if state.expired(policy, now) {
+        let left = policy.grace_logins.saturating_sub(state.grace_uses);
+        if left == 0 {
+            v.refused = true;
+            v.error = Some(PasswordPolicyError::PasswordExpired);
+            v.update = None;
+            return v;
+        }
+        v.warning = Some(PasswordPolicyWarning::GraceAuthNsRemaining(left - 1));
+        v.update = Some(AccountUpdate::UseGrace);
+        return v;
+    }
+    if let Some(changed) = state.changed {
+        let left = policy.max_age - (now - changed);
+        if policy.max_age > 0 && policy.expire_warning > 0 && left < policy.expire_warning {
+            let secs = (left.max(0) / MICROS).min(i64::from(u32::MAX)) as u32;
+            v.warning = Some(PasswordPolicyWarning::TimeBeforeExpiration(secs));
+        }
+    }
+    v
+}
+
+/// The failure times to keep after a failure at `now`, oldest first, and whether they
+/// lock the account: the failures that still count, at most `pwdMaxFailure` of them (the
+/// oldest dropped), the new one last. Without `pwdMaxFailure` one is kept.
+pub fn failures_after(state: &AccountState, policy: &Policy, now: i64) -> (Vec<i64>, bool) {
+    let keep = policy.max_failures.max(1) as usize;
+    let mut kept: Vec<i64> = state.counted_failures(policy, now).collect();
+    let drop = (kept.len() + 1).saturating_sub(keep);
+    kept.drain(..drop);
+    kept.push(now);
+    let locks = policy.lockout && policy.max_failures > 0 && kept.len() >= policy.max_failures as usize;
+    (kept, locks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = MICROS;
+
+    fn lockout(max: u32, duration: i64, interval: i64) -> Policy {
+        Policy {
+            lockout: true,
+            max_failures: max,
+            lockout_duration: duration * S,
+            failure_count_interval: interval * S,
+            ..Policy::empty()
+        }
+    }
+
+    #[test]
+    fn locks_hold_for_their_duration_and_the_permanent_one_always() {
+        let p = lockout(3, 60, 0);
+        let mut a = AccountState {
+            locked: Some(LockedTime::At(1000 * S)),
+            ..AccountState::default()
+        };
+        assert_eq!(
+            a.lock_status(&p, 999 * S),
+            LockStatus::Unlocked,
+            "a lock in the future"
+        );
+        assert_eq!(a.lock_status(&p, 1000 * S), LockStatus::Locked);
+        assert_eq!(a.lock_status(&p, 1059 * S), LockStatus::Locked);
+        assert_eq!(a.lock_status(&p, 1060 * S), LockStatus::Lapsed);
+        assert_eq!(
+            a.lock_status(&lockout(3, 0, 0), 1_000_000 * S),
+            LockStatus::Locked
+        );
+        assert_eq!(a.lock_status(&Policy::empty(), 1000 * S), LockStatus::Unlocked);
+        a.locked = Some(LockedTime::Permanent);
+        assert_eq!(a.lock_status(&Policy::empty(), 0), LockStatus::Locked);
+        assert_eq!(
+            refuse_before_check(&a, &p, 0),
+            Some(PasswordPolicyError::AccountLocked)
+        );
+    }
+
+    #[test]
+    fn the_permanent_value_and_an_unreadable_one_are_permanent() {
+        use larch_model::entry::{Attribute, Options, StoredEntry};
+        let schema = larch_model::schema::Schema::builtin().unwrap();
+        let t = PolicyTypes::new(&schema).unwrap();
+        for v in [PERMANENT_LOCK, "not a time"] {
+            let e = StoredEntry::build(&[Attribute {
+                ty: t.locked_time,
+                options: Options::none(),
+                values: vec![v.as_bytes().to_vec()],
+            }]);
+            assert_eq!(
+                AccountState::read(e.as_ref(), &t).locked,
+                Some(LockedTime::Permanent),
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn validity_window() {
+        let a = AccountState {
+            start: Some(Some(100 * S)),
+            end: Some(Some(200 * S)),
+            ..AccountState::default()
+        };
+        assert!(!a.in_validity_window(99 * S));
+        assert!(a.in_validity_window(100 * S));
+        assert!(!a.in_validity_window(200 * S));
+        let unreadable = AccountState {
+            end: Some(None),
+            ..AccountState::default()
+        };
+        assert!(!unreadable.in_validity_window(0));
+        assert_eq!(
+            refuse_before_check(&unreadable, &Policy::empty(), 0),
+            Some(PasswordPolicyError::AccountLocked)
+        );
+    }
+
+    #[test]
+    fn failures_lock_at_the_maximum_and_stay_bounded() {
+        let p = lockout(3, 60, 0);
+        let mut a = AccountState::default();
+        for n in 1..=2 {
+            let (kept, locks) = failures_after(&a, &p, n * S);
+            assert!(!locks);
+            a.failures = kept;
+        }
+        let (kept, locks) = failures_after(&a, &p, 3 * S);
+        assert!(locks);
+        assert_eq!(kept, [S, 2 * S, 3 * S]);
+        a.failures = (0..100).map(|n| n * S).collect();
+        let (kept, _) = failures_after(&a, &p, 100 * S);
+        assert_eq!(kept, [98 * S, 99 * S, 100 * S], "bounded by the maximum");
+        // Failures older than the interval do not count.
+        let p = lockout(3, 60, 10);
+        a.failures = vec![S, 2 * S];
+        let (kept, locks) = failures_after(&a, &p, 20 * S);
+        assert_eq!((kept, locks), (vec![20 * S], false));
+    }
+
+    #[test]
+    fn a_failure_is_recorded_only_under_lockout_and_a_success_clears() {
+        let a = AccountState {
+            failures: vec![S],
+            ..AccountState::default()
+        };
+        assert_eq!(after_check(&a, &Policy::empty(), 2 * S, false).update, None);
+        let p = lockout(3, 60, 0);
+        assert_eq!(
+            after_check(&a, &p, 2 * S, false).update,
+            Some(AccountUpdate::RecordFailure)
+        );
+        let ok = after_check(&a, &p, 2 * S, true);
+        assert_eq!(ok.update, Some(AccountUpdate::ClearFailures));
+        assert!(!ok.refused);
+        // Nothing to clear: nothing written.
+        assert_eq!(
+            after_check(&AccountState::default(), &p, 2 * S, true),
+            BindVerdict::default()
+        );
+    }
+
+    #[test]
+    fn expiry_grace_and_warning() {
+        let p = Policy {
+            max_age: 100 * S,
+            expire_warning: 30 * S,
+            grace_logins: 2,
+            ..Policy::empty()
+        };
+        let mut a = AccountState {
+            changed: Some(0),
+            ..AccountState::default()
+        };
+        assert_eq!(after_check(&a, &p, 50 * S, true).warning, None);
+        assert_eq!(
+            after_check(&a, &p, 80 * S, true).warning,
+            Some(PasswordPolicyWarning::TimeBeforeExpiration(20))
+        );
+        let v = after_check(&a, &p, 101 * S, true);
+        assert_eq!(v.warning, Some(PasswordPolicyWarning::GraceAuthNsRemaining(1)));
+        assert_eq!(v.update, Some(AccountUpdate::UseGrace));
+        a.grace_uses = 1;
+        assert_eq!(
+            after_check(&a, &p, 101 * S, true).warning,
+            Some(PasswordPolicyWarning::GraceAuthNsRemaining(0))
+        );
+        a.grace_uses = 2;
+        let v = after_check(&a, &p, 101 * S, true);
+        assert!(v.refused);
+        assert_eq!(v.error, Some(PasswordPolicyError::PasswordExpired));
+        // No change time: never expires.
+        a.changed = None;
+        assert!(!after_check(&a, &p, 10_000 * S, true).refused);
+    }
+
+    #[test]
+    fn a_reset_password_must_be_changed_only_under_must_change() {
+        let a = AccountState {
+            reset: true,
+            ..AccountState::default()
+        };
+        let p = Policy {
+            must_change: true,
+            ..Policy::empty()
+        };
+        let v = after_check(&a, &p, 0, true);
+        assert!(v.must_change && !v.refused);
+        assert_eq!(v.error, Some(PasswordPolicyError::ChangeAfterReset));
+        assert!(!after_check(&a, &Policy::empty(), 0, true).must_change);
+    }
+
+    #[test]
+    fn min_age() {
+        let p = Policy {
+            min_age: 60 * S,
+            ..Policy::empty()
+        };
+        let mut a = AccountState {
+            changed: Some(0),
+            ..AccountState::default()
+        };
+        assert!(a.too_young(&p, 59 * S));
+        assert!(!a.too_young(&p, 60 * S));
+        a.reset = true;
+        assert!(!a.too_young(&p, 1), "a reset password may always be changed");
+    }
+}

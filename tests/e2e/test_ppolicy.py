@@ -1,0 +1,272 @@
+"""Password policy (draft-behera-ldap-password-policy-10; docs/security.md, "Password
+policy"): lockout after failures and unlock after the duration, admin reset and must-change,
+expiry with grace logins, history, minimum length, and the password policy control as
+`ldapwhoami -e ppolicy` prints it and python-ldap's `PasswordPolicyControl` decodes it.
+
+Against slapd the same tests run with its ppolicy overlay, whose default policy entry holds
+the values Larch's `[password_policy]` is given here; the expiry test's accounts name a
+second `pwdPolicy` entry in `pwdPolicySubentry` on both servers.
+"""
+
+import shutil
+import subprocess
+import tempfile
+import time
+
+import ldap
+import pytest
+from ldap.controls import DecodeControlTuples
+from ldap.controls.ppolicy import PasswordPolicyControl
+
+import conftest
+from ldaputil import add_ok, connect, tool_env
+
+POLICIES = f"ou=policies,{conftest.BASE}"
+DEFAULT_POLICY = f"cn=default,{POLICIES}"
+EXPIRING_POLICY = f"cn=expiring,{POLICIES}"
+LOCKOUT_SECONDS = 2
+MAX_AGE_SECONDS = 2
+
+LARCH_TOML = f"""[password_policy]
+min_length = 8
+check_quality = 1
+in_history = 2
+lockout = true
+max_failures = 3
+lockout_duration = "{LOCKOUT_SECONDS}s"
+failure_count_interval = "0"
+must_change = true
+"""
+SLAPD_GLOBAL = "moduleload ppolicy"
+SLAPD_DB = f'overlay ppolicy\nppolicy_default "{DEFAULT_POLICY}"\nppolicy_use_lockout'
+
+# The same default policy as a pwdPolicy entry, for slapd (Larch reads its configuration).
+DEFAULT_POLICY_ATTRS = {
+    "objectClass": ["organizationalRole", "pwdPolicy"],
+    "cn": "default",
+    "pwdAttribute": "userPassword",
+    "pwdMinLength": "8",
+    "pwdCheckQuality": "1",
+    "pwdInHistory": "2",
+    "pwdLockout": "TRUE",
+    "pwdMaxFailure": "3",
+    "pwdLockoutDuration": str(LOCKOUT_SECONDS),
+    "pwdFailureCountInterval": "0",
+    "pwdMustChange": "TRUE",
+}
+EXPIRING_POLICY_ATTRS = {
+    "objectClass": ["organizationalRole", "pwdPolicy"],
+    "cn": "expiring",
+    "pwdAttribute": "userPassword",
+    "pwdMaxAge": str(MAX_AGE_SECONDS),
+    "pwdGraceAuthNLimit": "2",
+}
+
+
+@pytest.fixture(scope="module")
+def pp_server(request):
+    tmp = tempfile.mkdtemp(prefix="larch-e2e-ppolicy-")
+    srv = conftest.make_server(request.config, tmp, larch_extra_toml=LARCH_TOML,
+                               slapd_extra_global=SLAPD_GLOBAL, slapd_extra_db=SLAPD_DB)
+    try:
+        srv.start()
+        admin = connect(srv, srv.admin_dn, srv.admin_pw)
+        add_ok(admin, POLICIES, {"objectClass": ["organizationalUnit"], "ou": "policies"})
+        add_ok(admin, DEFAULT_POLICY, DEFAULT_POLICY_ATTRS)
+        add_ok(admin, EXPIRING_POLICY, EXPIRING_POLICY_ATTRS)
+        add_ok(admin, f"ou=pp,{conftest.BASE}", {"objectClass": ["organizationalUnit"], "ou": "pp"})
+        admin.unbind()
+    except BaseException:
+        srv.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    yield srv
+    status = srv.stop()
+    stderr = srv.stderr_tail()
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert status == 0, f"{srv.kind} exited with status {status}; stderr:\n{stderr}"
+
+
+_counter = [0]
+
+
+def new_user(srv, password, **extra):
+    """A fresh account below ou=pp, added by the administrator; its DN."""
+    _counter[0] += 1
+    name = f"u{_counter[0]}"
+    dn = f"uid={name},ou=pp,{conftest.BASE}"
+    admin = connect(srv, srv.admin_dn, srv.admin_pw)
+    attrs = {"objectClass": ["inetOrgPerson"], "cn": name, "sn": name, "uid": name, "userPassword": password}
+    attrs.update(extra)
+    add_ok(admin, dn, attrs)
+    admin.unbind()
+    return dn
+
+
+def pl(srv):
+    conn = ldap.initialize(srv.url)
+    conn.set_option(ldap.OPT_PROTOCOL_VERSION, 3)
+    return conn
+
+
+def policy_of(ctrls):
+    """The decoded PasswordPolicyControl among response controls, or None."""
+    for c in ctrls or []:
+        if isinstance(c, PasswordPolicyControl):
+            return c
+    return None
+
+
+def bind(srv, dn, password):
+    """A simple bind with the request control: (result code, decoded control or None,
+    connection)."""
+    conn = pl(srv)
+    try:
+        _, _, _, ctrls = conn.simple_bind_s(dn, password, serverctrls=[PasswordPolicyControl()])
+        return 0, policy_of(ctrls), conn
+    except ldap.LDAPError as e:
+        info = e.args[0] if e.args and isinstance(e.args[0], dict) else {}
+        ctrls = DecodeControlTuples(info.get("ctrls", []))
+        return info.get("result", -1), policy_of(ctrls), conn
+
+
+ERRORS = ["passwordExpired", "accountLocked", "changeAfterReset", "passwordModNotAllowed",
+          "mustSupplyOldPassword", "insufficientPasswordQuality", "passwordTooShort",
+          "passwordTooYoung", "passwordInHistory", "passwordTooLong"]
+
+
+def error_of(ctrl):
+    """The draft's name of the control's error (python-ldap gives its number)."""
+    if ctrl is None or ctrl.error is None:
+        return None
+    return ERRORS[ctrl.error]
+
+
+def attribute(srv, dn, name):
+    admin = pl(srv)
+    admin.simple_bind_s(srv.admin_dn, srv.admin_pw)
+    [(_, attrs)] = admin.search_s(dn, ldap.SCOPE_BASE, "(objectClass=*)", [name])
+    admin.unbind_s()
+    return [v.decode() for v in next((vs for k, vs in attrs.items() if k.lower() == name.lower()), [])]
+
+
+def test_lockout_after_max_failures_then_unlock_after_the_duration(pp_server):
+    dn = new_user(pp_server, "Right-Pass-1")
+    for _ in range(3):
+        code, _, _ = bind(pp_server, dn, "wrong-password")
+        assert code == 49
+    assert attribute(pp_server, dn, "pwdAccountLockedTime"), "locked after the third failure"
+    assert len(attribute(pp_server, dn, "pwdFailureTime")) == 3
+    code, ctrl, _ = bind(pp_server, dn, "Right-Pass-1")
+    assert code == 49, "the right password does not open a locked account"
+    assert ctrl is not None and error_of(ctrl) == "accountLocked"
+    time.sleep(LOCKOUT_SECONDS + 1.5)
+    code, ctrl, conn = bind(pp_server, dn, "Right-Pass-1")
+    assert code == 0, "unlocked once the lockout duration has passed"
+    assert conn.whoami_s() == f"dn:{dn}"
+    assert attribute(pp_server, dn, "pwdFailureTime") == [], "a success clears the failures"
+
+
+def test_a_success_before_the_maximum_clears_the_failures(pp_server):
+    dn = new_user(pp_server, "Right-Pass-2")
+    for _ in range(2):
+        assert bind(pp_server, dn, "wrong-password")[0] == 49
+    assert bind(pp_server, dn, "Right-Pass-2")[0] == 0
+    assert attribute(pp_server, dn, "pwdFailureTime") == []
+    for _ in range(2):
+        assert bind(pp_server, dn, "wrong-password")[0] == 49
+    assert bind(pp_server, dn, "Right-Pass-2")[0] == 0, "the count started again"
+
+
+def test_permanent_lock_refuses_the_right_password(pp_server):
+    dn = new_user(pp_server, "Right-Pass-3")
+    admin = pl(pp_server)
+    admin.simple_bind_s(pp_server.admin_dn, pp_server.admin_pw)
+    admin.modify_s(dn, [(ldap.MOD_REPLACE, "pwdAccountLockedTime", [b"000001010000Z"])])
+    code, ctrl, _ = bind(pp_server, dn, "Right-Pass-3")
+    assert code == 49 and error_of(ctrl) == "accountLocked"
+    admin.modify_s(dn, [(ldap.MOD_DELETE, "pwdAccountLockedTime", None)])
+    assert bind(pp_server, dn, "Right-Pass-3")[0] == 0
+
+
+def test_min_length_refused_with_password_too_short(pp_server):
+    dn = new_user(pp_server, "Long-Enough-1")
+    _, _, conn = bind(pp_server, dn, "Long-Enough-1")
+    with pytest.raises(ldap.CONSTRAINT_VIOLATION) as e:
+        conn.modify_ext_s(dn, [(ldap.MOD_REPLACE, "userPassword", [b"short"])],
+                          serverctrls=[PasswordPolicyControl()])
+    ctrl = policy_of(DecodeControlTuples(e.value.args[0].get("ctrls", [])))
+    assert error_of(ctrl) == "passwordTooShort"
+    conn.modify_s(dn, [(ldap.MOD_REPLACE, "userPassword", [b"Long-Enough-2"])])
+    assert bind(pp_server, dn, "Long-Enough-2")[0] == 0
+    assert attribute(pp_server, dn, "pwdChangedTime"), "a change records its time"
+
+
+def test_history_refuses_the_current_and_recent_passwords(pp_server):
+    dn = new_user(pp_server, "History-Pass-1")
+    _, _, conn = bind(pp_server, dn, "History-Pass-1")
+    conn.passwd_s(dn, "History-Pass-1", "History-Pass-2")
+    with pytest.raises(ldap.CONSTRAINT_VIOLATION):
+        conn.passwd_s(dn, "History-Pass-2", "History-Pass-2")
+    with pytest.raises(ldap.CONSTRAINT_VIOLATION):
+        conn.passwd_s(dn, "History-Pass-2", "History-Pass-1")
+    history = attribute(pp_server, dn, "pwdHistory")
+    assert len(history) == 1
+    stamp, syntax, length, value = history[0].split("#", 3)
+    assert syntax == "1.3.6.1.4.1.1466.115.121.1.40" and int(length) == len(value)
+    conn.passwd_s(dn, "History-Pass-2", "History-Pass-3")
+    conn.passwd_s(dn, "History-Pass-3", "History-Pass-4")
+    assert len(attribute(pp_server, dn, "pwdHistory")) == 2, "trimmed to pwdInHistory"
+    # History-Pass-1 has left the history of two: it may be used again.
+    conn.passwd_s(dn, "History-Pass-4", "History-Pass-1")
+
+
+def test_admin_reset_must_be_changed_before_anything_else(pp_server):
+    dn = new_user(pp_server, "Before-Reset-1")
+    admin = pl(pp_server)
+    admin.simple_bind_s(pp_server.admin_dn, pp_server.admin_pw)
+    admin.modify_s(dn, [(ldap.MOD_REPLACE, "userPassword", [b"Reset-By-Admin"])])
+    assert attribute(pp_server, dn, "pwdReset") == ["TRUE"]
+    code, ctrl, conn = bind(pp_server, dn, "Reset-By-Admin")
+    assert code == 0 and error_of(ctrl) == "changeAfterReset"
+    with pytest.raises(ldap.INSUFFICIENT_ACCESS):
+        conn.search_s(conftest.BASE, ldap.SCOPE_BASE)
+    conn.passwd_s(dn, "Reset-By-Admin", "Chosen-By-User-1")
+    assert conn.search_s(dn, ldap.SCOPE_BASE, attrlist=["uid"])[0][0].lower() == dn.lower()
+    assert attribute(pp_server, dn, "pwdReset") == []
+    code, ctrl, _ = bind(pp_server, dn, "Chosen-By-User-1")
+    assert code == 0 and error_of(ctrl) is None
+
+
+def test_expiry_with_grace_logins_then_refusal(pp_server):
+    dn = new_user(pp_server, "Expiring-Pass-1", pwdPolicySubentry=EXPIRING_POLICY)
+    assert attribute(pp_server, dn, "pwdChangedTime"), "passwords age under this policy"
+    time.sleep(MAX_AGE_SECONDS + 1.5)
+    code, ctrl, _ = bind(pp_server, dn, "Expiring-Pass-1")
+    assert code == 0 and ctrl.graceAuthNsRemaining == 1
+    out = subprocess.run(
+        ["ldapwhoami", "-x", "-H", pp_server.url, "-D", dn, "-w", "Expiring-Pass-1", "-e", "ppolicy"],
+        capture_output=True, text=True, env=tool_env(), timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "Password expired, 0 grace logins remain" in out.stdout + out.stderr
+    code, ctrl, _ = bind(pp_server, dn, "Expiring-Pass-1")
+    assert code == 49 and error_of(ctrl) == "passwordExpired"
+    assert len(attribute(pp_server, dn, "pwdGraceUseTime")) == 2
+
+
+def test_ldapwhoami_prints_the_reset_state(pp_server):
+    dn = new_user(pp_server, "Whoami-Pass-1")
+    admin = pl(pp_server)
+    admin.simple_bind_s(pp_server.admin_dn, pp_server.admin_pw)
+    admin.modify_s(dn, [(ldap.MOD_REPLACE, "userPassword", [b"Whoami-Reset-1"])])
+    out = subprocess.run(
+        ["ldapwhoami", "-x", "-H", pp_server.url, "-D", dn, "-w", "Whoami-Reset-1", "-e", "ppolicy"],
+        capture_output=True, text=True, env=tool_env(), timeout=30)
+    text = out.stdout + out.stderr
+    assert "Password must be changed" in text, text
+
+
+def test_supported_control_is_advertised(pp_server):
+    conn = pl(pp_server)
+    [(_, attrs)] = conn.search_s("", ldap.SCOPE_BASE, "(objectClass=*)", ["supportedControl"])
+    assert b"1.3.6.1.4.1.42.2.27.8.5.1" in attrs["supportedControl"]
