@@ -90,10 +90,11 @@ pub fn map(overlays: &[Overlay], plan: &mut OverlayPlan, report: &mut Report) {
                 plan.maintained
                     .extend(PPOLICY_ATTRIBUTES.iter().map(|s| s.to_string()));
                 (
-                    Fate::Dropped,
-                    "Larch has no password policies yet (its failed-bind throttle, [bind_throttle], \
-                     slows guessing but does not lock accounts); pwd* values are left out of the \
-                     data unless the schema defines them"
+                    Fate::Changed,
+                    "Larch enforces password policy ([password_policy], docs/security.md): the \
+                     pwdPolicy entries that accounts name in pwdPolicySubentry apply as in slapd, and \
+                     the accounts' pwd* state is kept; the policy `ppolicy_default` names is not \
+                     read into [password_policy]: set its values there"
                         .into(),
                 )
             }
