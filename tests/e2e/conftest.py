@@ -323,6 +323,28 @@ def server(request):
     assert status == 0, f"{srv.kind} exited with status {status} on SIGTERM; stderr:\n{stderr}"
 
 
+def module_server(request, prefix, setup=None, **extra):
+    """A started server of the kind chosen on the command line, for the tests of one module
+    (a module-scoped fixture does `yield from module_server(...)`): configured with `extra`
+    (as `make_server`), `setup(srv)` run once it answers, stopped by its PID after the
+    module, and its exit status must be 0."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    srv = make_server(request.config, tmp, **extra)
+    try:
+        srv.start()
+        if setup is not None:
+            setup(srv)
+    except BaseException:
+        srv.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    yield srv
+    status = srv.stop()
+    stderr = srv.stderr_tail()
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert status == 0, f"{srv.kind} exited with status {status}; stderr:\n{stderr}"
+
+
 @pytest.fixture
 def make_extra_server(request):
     """Factory for a further, short-lived, started server with extra configuration:

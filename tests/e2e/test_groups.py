@@ -40,19 +40,8 @@ GROUP_CLASSES = {"groupofnames", "groupofuniquenames", "groupofmembers"}
 
 @pytest.fixture(scope="module")
 def groups_server(request):
-    tmp = tempfile.mkdtemp(prefix="larch-e2e-groups-")
-    srv = conftest.make_server(request.config, tmp, larch_extra_toml=LARCH_TOML,
-                               slapd_extra_global=SLAPD_GLOBAL, slapd_extra_db=SLAPD_DB)
-    try:
-        srv.start()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    yield srv
-    status = srv.stop()
-    stderr = srv.stderr_tail()
-    shutil.rmtree(tmp, ignore_errors=True)
-    assert status == 0, f"{srv.kind} exited with status {status}; stderr:\n{stderr}"
+    yield from conftest.module_server(request, "larch-e2e-groups-", larch_extra_toml=LARCH_TOML,
+                                      slapd_extra_global=SLAPD_GLOBAL, slapd_extra_db=SLAPD_DB)
 
 
 _counter = [0]

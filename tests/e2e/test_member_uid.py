@@ -10,8 +10,6 @@ checks both modes give the same groups.
 """
 
 import random
-import shutil
-import tempfile
 
 import ldap3
 import pytest
@@ -32,18 +30,7 @@ SSSD_GROUP_ATTRS = ["cn", "userPassword", "gidNumber", "modifyTimestamp"]
 
 @pytest.fixture(scope="module")
 def sync_server(request):
-    tmp = tempfile.mkdtemp(prefix="larch-e2e-memberuid-")
-    srv = conftest.make_server(request.config, tmp, larch_extra_toml=LARCH_TOML)
-    try:
-        srv.start()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    yield srv
-    status = srv.stop()
-    stderr = srv.stderr_tail()
-    shutil.rmtree(tmp, ignore_errors=True)
-    assert status == 0, f"{srv.kind} exited with status {status}; stderr:\n{stderr}"
+    yield from conftest.module_server(request, "larch-e2e-memberuid-", larch_extra_toml=LARCH_TOML)
 
 
 _counter = [0]

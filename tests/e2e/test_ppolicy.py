@@ -8,9 +8,7 @@ the values Larch's `[password_policy]` is given here; the expiry test's accounts
 second `pwdPolicy` entry in `pwdPolicySubentry` on both servers.
 """
 
-import shutil
 import subprocess
-import tempfile
 import time
 
 import ldap
@@ -65,26 +63,16 @@ EXPIRING_POLICY_ATTRS = {
 
 @pytest.fixture(scope="module")
 def pp_server(request):
-    tmp = tempfile.mkdtemp(prefix="larch-e2e-ppolicy-")
-    srv = conftest.make_server(request.config, tmp, larch_extra_toml=LARCH_TOML,
-                               slapd_extra_global=SLAPD_GLOBAL, slapd_extra_db=SLAPD_DB)
-    try:
-        srv.start()
+    def policies(srv):
         admin = connect(srv, srv.admin_dn, srv.admin_pw)
         add_ok(admin, POLICIES, {"objectClass": ["organizationalUnit"], "ou": "policies"})
         add_ok(admin, DEFAULT_POLICY, DEFAULT_POLICY_ATTRS)
         add_ok(admin, EXPIRING_POLICY, EXPIRING_POLICY_ATTRS)
         add_ok(admin, f"ou=pp,{conftest.BASE}", {"objectClass": ["organizationalUnit"], "ou": "pp"})
         admin.unbind()
-    except BaseException:
-        srv.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    yield srv
-    status = srv.stop()
-    stderr = srv.stderr_tail()
-    shutil.rmtree(tmp, ignore_errors=True)
-    assert status == 0, f"{srv.kind} exited with status {status}; stderr:\n{stderr}"
+
+    yield from conftest.module_server(request, "larch-e2e-ppolicy-", setup=policies, larch_extra_toml=LARCH_TOML,
+                                      slapd_extra_global=SLAPD_GLOBAL, slapd_extra_db=SLAPD_DB)
 
 
 _counter = [0]

@@ -27,19 +27,8 @@ CONSTRAINT_VIOLATION = 19
 
 @pytest.fixture(scope="module")
 def unique_server(request):
-    tmp = tempfile.mkdtemp(prefix="larch-e2e-unique-")
-    srv = conftest.make_server(request.config, tmp, larch_extra_toml=LARCH_TOML,
-                               slapd_extra_global=SLAPD_GLOBAL, slapd_extra_db=SLAPD_DB)
-    try:
-        srv.start()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    yield srv
-    status = srv.stop()
-    stderr = srv.stderr_tail()
-    shutil.rmtree(tmp, ignore_errors=True)
-    assert status == 0, f"{srv.kind} exited with status {status}; stderr:\n{stderr}"
+    yield from conftest.module_server(request, "larch-e2e-unique-", larch_extra_toml=LARCH_TOML,
+                                      slapd_extra_global=SLAPD_GLOBAL, slapd_extra_db=SLAPD_DB)
 
 
 _counter = [0]
