@@ -406,10 +406,16 @@ impl Version {
     ) -> Result<(), StoreError> {
         let old = self.entries.get(id).ok_or(StoreError::NoSuchEntry)?.clone();
         let new = EntryRecord::new(old.parent(), old.rdn(), old.norm_rdn(), attrs);
-        let old_keys = self.index_keys(old.attrs(), scratch);
-        let new_keys = self.index_keys(new.attrs(), scratch);
-        for ((index, o), n) in self.attr.iter_mut().zip(&old_keys).zip(&new_keys) {
-            index.update(id, o, n);
+        // Only the indexed types whose values changed are keyed again: a group's hundreds
+        // of `member` keys are not worked out for a change of its description.
+        let shared = Arc::clone(&self.shared);
+        for ((ty, kinds), index) in shared.indexes.iter().zip(self.attr.iter_mut()) {
+            if same_values(old.attrs(), new.attrs(), ty) {
+                continue;
+            }
+            let o = AttrIndex::keys(kinds, ty, old.attrs(), &shared.schema, &shared.keyer, scratch);
+            let n = AttrIndex::keys(kinds, ty, new.attrs(), &shared.schema, &shared.keyer, scratch);
+            index.update(id, &o, &n);
         }
         self.entries.insert(id, new);
         Ok(())
@@ -623,6 +629,19 @@ impl<'v> Iterator for Subtree<'v> {
                 self.stack.push(SubtreeFrame::Children(kids, 0));
             }
             return Some(id);
+        }
+    }
+}
+
+/// Whether `a` and `b` hold the same attributes of type `ty`, option for option and value
+/// for value, as stored octets (then their index keys are the same too).
+fn same_values(a: StoredRef<'_>, b: StoredRef<'_>, ty: AttributeTypeId) -> bool {
+    let (mut x, mut y) = (a.attribute(ty), b.attribute(ty));
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => return true,
+            (Some(p), Some(q)) if p.options == q.options && p.values_ber == q.values_ber => {}
+            _ => return false,
         }
     }
 }
