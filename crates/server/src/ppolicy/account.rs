@@ -53,28 +53,51 @@ pub enum LockStatus {
 }
 
 impl AccountState {
-    /// Reads the state from an entry's attributes.
+    /// Reads the state from an entry's attributes, in one pass over them (reading each
+    /// type by itself would scan the stored entry once per type, on every bind).
     pub fn read(attrs: StoredRef<'_>, t: &PolicyTypes) -> AccountState {
-        let first = |ty| attrs.attribute(ty).find_map(|a| a.values.iter().next());
-        let mut failures: Vec<i64> = attrs
-            .attribute(t.failure_time)
-            .flat_map(|a| a.values.iter().filter_map(time::parse).collect::<Vec<_>>())
-            .collect();
+        let mut failures: Vec<i64> = Vec::new();
+        let mut grace_uses = 0u32;
+        // The first value of each single-valued type, from its first attribute that has one.
+        let (mut changed, mut locked, mut reset, mut start, mut end) = (None, None, None, None, None);
+        for a in attrs.attributes() {
+            if a.ty == t.failure_time {
+                failures.extend(a.values.iter().filter_map(time::parse));
+                continue;
+            }
+            if a.ty == t.grace_use_time {
+                grace_uses += a.values.len() as u32;
+                continue;
+            }
+            let slot = if a.ty == t.changed_time {
+                &mut changed
+            } else if a.ty == t.locked_time {
+                &mut locked
+            } else if a.ty == t.reset {
+                &mut reset
+            } else if a.ty == t.start_time {
+                &mut start
+            } else if a.ty == t.end_time {
+                &mut end
+            } else {
+                continue;
+            };
+            if slot.is_none() {
+                *slot = a.values.iter().next();
+            }
+        }
         failures.sort_unstable();
         AccountState {
-            changed: first(t.changed_time).and_then(time::parse),
-            locked: first(t.locked_time).map(|v| match time::parse(v) {
+            changed: changed.and_then(time::parse),
+            locked: locked.map(|v: &[u8]| match time::parse(v) {
                 Some(at) if !v.starts_with(b"0000") => LockedTime::At(at),
                 _ => LockedTime::Permanent,
             }),
             failures,
-            grace_uses: attrs
-                .attribute(t.grace_use_time)
-                .map(|a| a.values.len() as u32)
-                .sum(),
-            reset: first(t.reset).is_some_and(|v| v.eq_ignore_ascii_case(b"TRUE")),
-            start: first(t.start_time).map(time::parse),
-            end: first(t.end_time).map(time::parse),
+            grace_uses,
+            reset: reset.is_some_and(|v: &[u8]| v.eq_ignore_ascii_case(b"TRUE")),
+            start: start.map(time::parse),
+            end: end.map(time::parse),
         }
     }
 
