@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use larch_model::entry::{Attribute, Options, StoredEntry, StoredRef};
+use larch_model::dn::{Dn, NormDn};
+use larch_model::entry::{Entry, Options, StoredRef};
 use larch_model::schema::AttributeTypeId;
 use larch_store::{EntryId, Store, StoreError, Version};
 
@@ -124,18 +125,26 @@ pub fn repair_member_of(store: &Store, groups: &GroupSchema) -> Result<Repaired,
     store.write(move |txn| {
         let version = txn.version().clone();
         let mismatches = member_of_mismatches(&version, &groups);
+        // Both attributes of an entry in one modify.
+        let mut by_entry: BTreeMap<EntryId, Vec<&MemberOfMismatch>> = BTreeMap::new();
         for m in &mismatches {
-            let Some(view) = version.entry(m.id) else {
+            by_entry.entry(m.id).or_default().push(m);
+        }
+        for (id, fixes) in by_entry {
+            let Some(view) = version.entry(id) else {
                 continue;
             };
-            let ty = match m.attribute {
-                "memberOf" => groups.member_of.ty,
-                _ => groups.transitive.ty,
-            };
-            let mut entry =
-                StoredEntryEdit::of(txn.version().entry(m.id).map_or(view.attrs(), |v| v.attrs()));
-            entry.set(ty, m.expected.iter().map(|d| d.as_bytes().to_vec()).collect());
-            txn.modify(m.id, &entry.finish())?;
+            // The DN is not part of the stored form: the entry is only rebuilt.
+            let mut entry = Entry::from_stored(Dn::default(), NormDn::root(), view.attrs());
+            for m in fixes {
+                let ty = match m.attribute {
+                    "memberOf" => groups.member_of.ty,
+                    _ => groups.transitive.ty,
+                };
+                let values = m.expected.iter().map(|d| d.as_bytes().to_vec()).collect();
+                entry.set_values(ty, &Options::none(), values);
+            }
+            txn.modify(id, &entry.to_stored())?;
         }
         let member_of = mismatches.iter().filter(|m| m.attribute == "memberOf").count();
         Ok::<Repaired, StoreError>(Repaired {
@@ -143,37 +152,4 @@ pub fn repair_member_of(store: &Store, groups: &GroupSchema) -> Result<Repaired,
             transitive: mismatches.len() - member_of,
         })
     })?
-}
-
-/// The attributes of a stored entry, owned, with one type's values replaced.
-struct StoredEntryEdit(Vec<Attribute>);
-
-impl StoredEntryEdit {
-    fn of(attrs: StoredRef<'_>) -> StoredEntryEdit {
-        StoredEntryEdit(
-            attrs
-                .attributes()
-                .map(|a| Attribute {
-                    ty: a.ty,
-                    options: a.options(),
-                    values: a.values.iter().map(<[u8]>::to_vec).collect(),
-                })
-                .collect(),
-        )
-    }
-
-    fn set(&mut self, ty: AttributeTypeId, values: Vec<Vec<u8>>) {
-        self.0.retain(|a| a.ty != ty);
-        if !values.is_empty() {
-            self.0.push(Attribute {
-                ty,
-                options: Options::none(),
-                values,
-            });
-        }
-    }
-
-    fn finish(self) -> StoredEntry {
-        StoredEntry::build(&self.0)
-    }
 }
