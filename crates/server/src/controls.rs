@@ -14,7 +14,7 @@
 
 use larch_proto::controls::{
     oid, Assertion, Control, ControlValue, ManageDsaIt, PagedResults, PasswordPolicyRequest,
-    PermissiveModify, PostReadRequest, PreReadRequest, ProxiedAuthz, SortRequest, SubtreeDelete,
+    PermissiveModify, PostReadRequest, PreReadRequest, ProxiedAuthz, SortRequest, SubtreeDelete, SyncRequest,
 };
 use larch_proto::{Filter, ResultCode, SeqOf};
 
@@ -44,7 +44,7 @@ pub enum OpKind {
 }
 
 /// The request controls Larch implements: what the root DSE publishes as supportedControl.
-pub const SUPPORTED_CONTROLS: [&str; 10] = [
+pub const SUPPORTED_CONTROLS: [&str; 11] = [
     oid::PAGED_RESULTS,
     oid::SORT_REQUEST,
     oid::ASSERTION,
@@ -55,13 +55,14 @@ pub const SUPPORTED_CONTROLS: [&str; 10] = [
     oid::SUBTREE_DELETE,
     oid::PROXIED_AUTHZ,
     oid::PASSWORD_POLICY,
+    oid::SYNC_REQUEST,
 ];
 
 /// Whether the control `oid` applies to `kind`.
 fn applies(control: &str, kind: OpKind) -> bool {
     use OpKind::*;
     match control {
-        oid::PAGED_RESULTS | oid::SORT_REQUEST => kind == Search,
+        oid::PAGED_RESULTS | oid::SORT_REQUEST | oid::SYNC_REQUEST => kind == Search,
         oid::ASSERTION => matches!(kind, Search | Compare | Modify | Add | Delete | ModifyDn),
         oid::PRE_READ => matches!(kind, Modify | Delete | ModifyDn),
         oid::POST_READ => matches!(kind, Modify | Add | ModifyDn),
@@ -104,6 +105,8 @@ pub struct RequestControls<'a> {
     pub proxied_authz: Option<&'a [u8]>,
     /// The password policy request control: the response control is wanted.
     pub password_policy: bool,
+    /// Content Synchronization (RFC 4533): the search is a syncrepl refresh (and persist).
+    pub sync: Option<SyncRequest<'a>>,
 }
 
 impl<'a> RequestControls<'a> {
@@ -181,6 +184,7 @@ impl<'a> RequestControls<'a> {
                     PasswordPolicyRequest::from_control(&c).map_err(bad)?;
                     out.password_policy = true;
                 }
+                oid::SYNC_REQUEST => out.sync = Some(SyncRequest::from_control(&c).map_err(bad)?),
                 _ => unreachable!("applies() accepts only the OIDs matched above"),
             }
         }

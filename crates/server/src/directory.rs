@@ -52,10 +52,12 @@ use crate::output_budget::OutputBudget;
 use crate::password;
 use crate::ppolicy::PasswordPolicy;
 use crate::store_health;
+use crate::syncprov::SyncProvider;
 use crate::tls::{TlsError, TlsState};
 use crate::workers::{threads_for, Workers};
 
-/// The server ID in CSNs (`sid`); 0 until replication gives servers their own.
+/// The server ID in CSNs (`sid`) of the tools that stamp entries without a configuration
+/// (`sync_provider.server_id` names the server's own; its default is this one).
 pub const SERVER_ID: u32 = 0;
 
 /// Why a directory could not be opened.
@@ -156,6 +158,9 @@ pub struct Directory {
     pub password_policy: Option<Arc<PasswordPolicy>>,
     /// The audit log, when `[audit_log]` is enabled.
     pub audit_log: Option<Arc<AuditLog>>,
+    /// The content synchronization provider (RFC 4533), unless `sync_provider.enabled`
+    /// is false ([`crate::syncprov`]).
+    pub sync_provider: Option<Arc<SyncProvider>>,
     /// The threads large searches run on ([`crate::workers`]): one per core, or
     /// `server.worker_threads`.
     pub search_workers: Workers,
@@ -208,7 +213,9 @@ impl Directory {
         store_options.storage = storage;
         store_options.events = Some(store_health::error_log_sink());
         let (store, report) = Store::open(store_options)?;
-        let csn = Arc::new(CsnGenerator::new(SERVER_ID).map_err(|e| setup_error("", e))?);
+        let csn = Arc::new(
+            CsnGenerator::new(u32::from(config.sync_provider.server_id)).map_err(|e| setup_error("", e))?,
+        );
         let bind_throttle = BindThrottle::new(config.bind_throttle.clone());
         let current = store.current();
         let referral_class = IndexedClass::named(&current, REFERRAL_CLASS);
@@ -241,6 +248,7 @@ impl Directory {
             hooks,
             password_policy,
             audit_log: None,
+            sync_provider: None,
             search_workers,
             output_budget: Arc::new(OutputBudget::default()),
             started,
@@ -252,9 +260,13 @@ impl Directory {
         };
         let started = dir
             .set_up(&mut startup)
-            .and_then(|()| start_audit_log(&dir.config, &dir.store, &dir.schema));
+            .and_then(|()| start_audit_log(&dir.config, &dir.store, &dir.schema))
+            .and_then(|audit_log| Ok((audit_log, start_sync_provider(&dir)?)));
         match started {
-            Ok(audit_log) => dir.audit_log = audit_log,
+            Ok((audit_log, sync_provider)) => {
+                dir.audit_log = audit_log;
+                dir.sync_provider = sync_provider;
+            }
             Err(e) => {
                 let _ = dir.store.close(false);
                 return Err(e);
@@ -473,6 +485,19 @@ fn start_access_log(config: &ServerConfig) -> Result<Option<Arc<AccessLog>>, Dir
     AccessLog::start(&config.access_log, path.clone(), Arc::new(FsStorage))
         .map(Some)
         .map_err(|source| DirectoryError::AccessLog { path, source })
+}
+
+/// Starts the synchronization provider, unless `sync_provider.enabled` is false.
+fn start_sync_provider(dir: &Directory) -> Result<Option<Arc<SyncProvider>>, DirectoryError> {
+    let settings = &dir.config.sync_provider;
+    if !settings.enabled {
+        return Ok(None);
+    }
+    let provider = SyncProvider::new(settings.server_id, settings.session_log);
+    provider
+        .start(&dir.store, dir.schema.clone(), dir.acl.clone(), dir.optypes)
+        .map_err(|e| setup_error("", format!("cannot start the synchronization provider: {e}")))?;
+    Ok(Some(provider))
 }
 
 /// Starts the audit log of `config`, when it is enabled, following `store`'s changes from

@@ -87,6 +87,7 @@ pub mod search;
 pub mod select;
 pub mod session;
 pub mod store_health;
+pub mod syncprov;
 pub mod tls;
 pub mod uniqueness;
 pub mod workers;

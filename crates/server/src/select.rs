@@ -94,6 +94,11 @@ impl Selection {
         sel
     }
 
+    /// True when type `ty` is named in the list (not only selected by `*` or `+`).
+    pub fn names(&self, ty: AttributeTypeId) -> bool {
+        self.named.iter().any(|(t, _)| *t == ty) || self.computed.contains(&ty) && !self.all_operational
+    }
+
     /// True when nothing at all is selected (`1.1`).
     pub fn is_empty(&self) -> bool {
         !self.all_user && !self.all_operational && self.named.is_empty() && self.computed.is_empty()

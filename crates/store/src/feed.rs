@@ -113,7 +113,10 @@ pub struct CommittedChange {
 /// Consecutive committed changes, in commit order, never empty. A live batch is one of the
 /// writer's batches (all of it or none of it is visible to readers), or its tail where a
 /// catch-up from the log ended inside it; batches read from the log while catching up are
-/// cut at [`MAX_CATCH_UP_CHANGES`] changes, not at the writer's batch boundaries.
+/// cut after [`MAX_CATCH_UP_CHANGES`] changes, not at the writer's batch boundaries, but
+/// never inside a commit unit (the changes of one write): a batch ends where a write ends
+/// (unless the log could not be read further), so a subscriber that treats the end of a
+/// batch as the end of a write is right.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedBatch {
     changes: Vec<CommittedChange>,
@@ -463,6 +466,34 @@ impl FeedSubscription {
         self.next.saturating_sub(1)
     }
 
+    /// Starts the subscription again after the current version, as
+    /// [`crate::Store::subscribe_at_current`] would: what was queued is dropped, a
+    /// [`FeedError::SnapshotNeeded`] is over, and the changes after the returned version
+    /// follow. For a subscriber that fell behind the log and rebuilds its state from a
+    /// version. The queue is emptied and `behind` cleared under the slot's lock *before*
+    /// the version is read (as in step 5), so a batch not in that version is queued after
+    /// the clearing, or read from the log.
+    pub fn restart_at_current(&mut self) -> Arc<Version> {
+        {
+            let mut slot = self.slot.lock();
+            slot.queue.clear();
+            slot.behind = false;
+        }
+        let current = self.source.cell.load();
+        self.next = current.lsn.saturating_add(1);
+        self.catch_up = None;
+        self.must_catch_up = false;
+        current
+    }
+
+    /// The store's current version: it holds every change delivered so far (a batch is
+    /// published before it is handed to subscribers), and may hold later ones. A
+    /// subscriber that reads the directory needs nothing else of the store, so it does
+    /// not keep the store open.
+    pub fn current(&self) -> Arc<Version> {
+        self.source.cell.load()
+    }
+
     fn next_batch(&mut self, wait: Wait) -> Result<Option<Arc<CommittedBatch>>, FeedError> {
         loop {
             if self.must_catch_up {
@@ -567,15 +598,17 @@ impl FeedSubscription {
         Ok(())
     }
 
-    /// Up to [`MAX_CATCH_UP_CHANGES`] records from the log. Changes read before a failure
-    /// are delivered first; the failure comes with the next call, which reads again.
+    /// Up to [`MAX_CATCH_UP_CHANGES`] records from the log, and the rest of the commit
+    /// unit (one write) the last of them belongs to. Changes read before a failure are
+    /// delivered first; the failure comes with the next call, which reads again.
     fn read_log(&mut self) -> Result<Option<Arc<CommittedBatch>>, FeedError> {
         let Some(catch_up) = self.catch_up.as_mut() else {
             return Ok(None);
         };
         let mut changes: Vec<CommittedChange> = Vec::new();
         let mut failure: Option<FeedError> = None;
-        while changes.len() < MAX_CATCH_UP_CHANGES && self.next <= catch_up.up_to {
+        let mut in_unit = false;
+        while (changes.len() < MAX_CATCH_UP_CHANGES || in_unit) && self.next <= catch_up.up_to {
             match catch_up.reader.next() {
                 Some(Ok(record)) if record.lsn == self.next => match Change::decode(&record.payload) {
                     Ok(change) => {
@@ -583,6 +616,7 @@ impl FeedSubscription {
                             lsn: record.lsn,
                             change,
                         });
+                        in_unit = record.continues;
                         self.next += 1;
                     }
                     Err(problem) => {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
-use larch_store::feed::MAX_FEED_BATCHES;
+use larch_store::feed::{MAX_CATCH_UP_CHANGES, MAX_FEED_BATCHES};
 use larch_store::storage::FsStorage;
 use larch_store::wal::record::Change;
 use larch_store::wal::{SyncPolicy, WalReader};
@@ -468,7 +468,14 @@ fn a_subscriber_older_than_the_kept_log_is_told_to_start_from_a_snapshot() {
         Err(FeedError::SnapshotNeeded { .. })
     ));
     assert!(err_text(lagging.try_recv()).contains("start again from a snapshot"));
-    drop(lagging);
+    // Started again at the current version, it follows from there.
+    let v = lagging.restart_at_current();
+    assert_eq!(v.lsn(), store.current().lsn());
+    let mut restarted = Follower::new(lagging, state_of(&v));
+    modify(&store, "p9", "after the restart").unwrap();
+    restarted.follow_to(store.current().lsn()).unwrap();
+    assert_eq!(restarted.state, state_of(&store.current()));
+    drop(restarted);
 
     // Starting again from the current version: everything after it arrives.
     let (v, sub) = store.subscribe_at_current().unwrap();
@@ -477,6 +484,34 @@ fn a_subscriber_older_than_the_kept_log_is_told_to_start_from_a_snapshot() {
     rename(&store, "p8", "p8-moved").unwrap();
     f.follow_to(store.current().lsn()).unwrap();
     assert_eq!(f.state, state_of(&store.current()));
+    store.close(false).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A catch-up from the log cuts its batches after MAX_CATCH_UP_CHANGES changes, but never
+/// inside one write: a write of more changes than that comes whole in one batch.
+#[test]
+fn a_catch_up_never_ends_a_batch_inside_a_write() {
+    let dir = temp_dir("units");
+    let (store, _) = Store::open(options(&dir, SyncPolicy::None)).unwrap();
+    add(&store, suffix()).unwrap();
+    let big = MAX_CATCH_UP_CHANGES + 10;
+    let people: Vec<Entry> = (0..big).map(|i| person(&format!("u{i}"), "one write")).collect();
+    flat(store.write(move |t| {
+        for e in &people {
+            t.add(&e.dn, &e.norm_dn, &e.to_stored(), false)?;
+        }
+        Ok(())
+    }))
+    .unwrap();
+    add(&store, person("after", "x")).unwrap();
+    let mut sub = store.subscribe(FeedStart::After(0)).unwrap();
+    let first = sub.recv().unwrap();
+    assert!(first.from_log());
+    assert_eq!((first.first_lsn(), first.last_lsn()), (1, 1 + big as u64));
+    let second = sub.recv().unwrap();
+    assert_eq!((second.first_lsn(), second.len()), (2 + big as u64, 1));
+    drop(sub);
     store.close(false).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

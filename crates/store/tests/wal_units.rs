@@ -41,7 +41,7 @@ fn frames(records: &[LogRecord]) -> usize {
 fn all(wal: &Wal) -> Vec<(u64, Vec<u8>)> {
     wal.read_after(0)
         .unwrap()
-        .map(|r| r.map(|Record { lsn, payload }| (lsn, payload)).unwrap())
+        .map(|r| r.map(|Record { lsn, payload, .. }| (lsn, payload)).unwrap())
         .collect()
 }
 

@@ -111,6 +111,45 @@ pub fn encode_search_result_entry(
     w.octets(tag::SEQUENCE, attributes_ber);
 }
 
+/// A SearchResultEntry like [`encode_search_result_entry`], followed by response controls
+/// (RFC 4511 section 4.1.11): a syncrepl provider's Sync State control (RFC 4533) on each
+/// entry it sends.
+///
+/// ```
+/// use larch_proto::controls::Control;
+/// use larch_proto::{encode_search_result_entry_with_controls, LdapMessage, ProtocolOp};
+/// let control = Control { oid: b"1.3.6.1.4.1.4203.1.9.1.2", critical: false, value: Some(b"v") };
+/// let mut out = Vec::new();
+/// encode_search_result_entry_with_controls(&mut out, 5, b"cn=x", &[], &[control]);
+/// let msg = LdapMessage::decode(&out).unwrap();
+/// let ProtocolOp::SearchResultEntry(e) = msg.op else { panic!() };
+/// assert_eq!(e.object_name, b"cn=x");
+/// assert_eq!(msg.controls().iter().next(), Some(control));
+/// ```
+pub fn encode_search_result_entry_with_controls(
+    out: &mut Vec<u8>,
+    message_id: MessageId,
+    dn: &[u8],
+    attributes_ber: &[u8],
+    controls: &[crate::controls::Control<'_>],
+) {
+    let mut w = Writer::new(out);
+    let m = w.begin(tag::SEQUENCE);
+    w.integer(tag::INTEGER, i64::from(message_id));
+    let e = w.begin(op_tag::SEARCH_RESULT_ENTRY);
+    w.octets(tag::OCTET_STRING, dn);
+    w.octets(tag::SEQUENCE, attributes_ber);
+    w.end(e);
+    if !controls.is_empty() {
+        let c = w.begin(tag::context_constructed(0));
+        for control in controls {
+            control.encode(&mut w);
+        }
+        w.end(c);
+    }
+    w.end(m);
+}
+
 /// SearchResultReference (RFC 4511 section 4.5.3): continuation URIs, at least one.
 ///
 /// ```

@@ -17,7 +17,10 @@ pub use add::AddRequest;
 pub use bind::{Authentication, BindRequest, BindResponse};
 pub use compare::CompareRequest;
 pub use delete::DelRequest;
-pub use entry::{encode_search_result_entry, PartialAttribute, SearchResultEntry, SearchResultReference};
+pub use entry::{
+    encode_search_result_entry, encode_search_result_entry_with_controls, PartialAttribute,
+    SearchResultEntry, SearchResultReference,
+};
 pub use extended::{ExtendedRequest, ExtendedResponse, IntermediateResponse};
 pub use modify::{Change, ModifyOperation, ModifyRequest};
 pub use modify_dn::ModifyDnRequest;

@@ -42,6 +42,7 @@ mod raw;
 mod read;
 mod sasl;
 mod security;
+mod sync_provider;
 mod tls;
 mod uniqueness;
 
@@ -79,6 +80,7 @@ pub use password::{DefaultScheme, PasswordSettings};
 pub use password_policy::{PasswordPolicySettings, MAX_GRACE_LOGINS, MAX_IN_HISTORY, MAX_POLICY_FAILURES};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
+pub use sync_provider::{SyncProviderSettings, MAX_SESSION_LOG};
 pub use tls::{ClientCertificates, TlsSettings};
 pub use uniqueness::{UniquenessSettings, MAX_UNIQUE_LIST};
 
@@ -217,6 +219,8 @@ pub struct ServerConfig {
     pub monitor: MonitorSettings,
     /// `[groups]`: memberOf, referential integrity and memberUid.
     pub groups: GroupSettings,
+    /// `[sync_provider]`: the content synchronization provider (RFC 4533).
+    pub sync_provider: SyncProviderSettings,
     /// `[uniqueness]`: the attributes no two entries of one subtree may share a value of.
     pub uniqueness: UniquenessSettings,
     /// `[password_policy]`: the default password policy.
@@ -375,6 +379,7 @@ impl Default for ServerConfig {
             monitor: MonitorSettings::default(),
             metrics: MetricsSettings::default(),
             groups: GroupSettings::default(),
+            sync_provider: SyncProviderSettings::default(),
             uniqueness: UniquenessSettings::default(),
             password_policy: PasswordPolicySettings::default(),
         }
@@ -690,6 +695,12 @@ impl ServerConfig {
         step(&mut errors, || {
             if let Some(g) = raw.groups {
                 c.groups = GroupSettings::from_raw(g)?;
+            }
+            Ok(())
+        });
+        step(&mut errors, || {
+            if let Some(p) = raw.sync_provider {
+                c.sync_provider = SyncProviderSettings::from_raw(p)?;
             }
             Ok(())
         });

@@ -29,6 +29,7 @@ pub(crate) struct RawConfig {
     pub monitor: Option<super::monitor::RawMonitor>,
     pub metrics: Option<super::monitor::RawMetrics>,
     pub groups: Option<super::groups::RawGroups>,
+    pub sync_provider: Option<super::sync_provider::RawSyncProvider>,
     pub uniqueness: Option<super::uniqueness::RawUniqueness>,
     pub password_policy: Option<super::password_policy::RawPasswordPolicy>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).

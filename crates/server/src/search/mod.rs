@@ -43,6 +43,7 @@ pub mod referral;
 pub mod run;
 mod scope;
 pub mod sort;
+pub(crate) mod sync;
 mod walk;
 
 pub use planner::{plan, Candidates, Plan, MAX_DESCRIPTION_LEN};

@@ -83,7 +83,7 @@ use std::time::{Duration, Instant};
 
 use larch_model::dn::{Dn, NormDn};
 use larch_model::filter::CompiledFilter;
-use larch_proto::controls::{PagedResults, SortResponse};
+use larch_proto::controls::{PagedResults, SortResponse, SyncStateKind};
 use larch_proto::{
     DerefAliases, MessageId, ProtocolOp, ResultCode, SearchRequest, SearchResultReference, SearchScope, SeqOf,
 };
@@ -95,7 +95,9 @@ use super::deref::{alias_scopes, deref_base, BaseLookup};
 use super::monitor::{self, MonitorSearch};
 use super::paged::{request_hash, Continued, PagedSearches};
 use super::referral::continuation_uris;
+use super::scope::in_scope;
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
+use super::sync::{self, PersistHandoff, SyncRefresh};
 use super::walk::{Candidates, Mode, Progress, SetSource, Source, Walker};
 use super::{plan, Candidates as Planned};
 use crate::acl::{AccessRules, EntryAccess, Privileges, Requester, Target, What};
@@ -114,6 +116,7 @@ use crate::opattrs::{OperationalTypes, SUBSCHEMA_SUBENTRY_DN};
 use crate::outcome::{Reply, SearchNotes};
 use crate::response::{write_message, ResponseSink};
 use crate::select::Selection;
+use crate::syncprov::note::UuidOctets;
 
 /// A search that examines at most this many candidates is small: the connection runs it
 /// inline, since handing it to a worker thread would cost more than running it.
@@ -179,7 +182,7 @@ struct PagedRun {
 
 /// Everything a directory search needs to run.
 #[derive(Debug)]
-struct WalkSearch {
+pub(crate) struct WalkSearch {
     version: Arc<Version>,
     filter: CompiledFilter,
     needs_dn: bool,
@@ -215,6 +218,8 @@ struct WalkSearch {
     unindexed: bool,
     /// What earlier steps of this run wrote (a paused search).
     carried: Carried,
+    /// The Content Synchronization state (RFC 4533), when the request carries the control.
+    sync: Option<Box<SyncRefresh>>,
 }
 
 /// What the earlier steps of a paused search wrote.
@@ -249,6 +254,9 @@ pub struct SearchEnd {
     pub references: u32,
     /// How the search ran.
     pub notes: SearchNotes,
+    /// A refreshAndPersist search whose refresh is over: the persist phase goes on with
+    /// the provider ([`crate::syncprov`]) instead of a SearchResultDone.
+    pub(crate) persist: Option<Box<PersistHandoff>>,
 }
 
 impl SearchEnd {
@@ -262,6 +270,7 @@ impl SearchEnd {
 
     fn done(reply: Reply) -> SearchEnd {
         SearchEnd {
+            persist: None,
             reply: Some(reply),
             entries: 0,
             references: 0,
@@ -391,13 +400,18 @@ fn prepare_search(
     let dir = ctx.dir;
     let started = Instant::now();
     let page = paging(req, controls, paged)?;
-    let version = match &page.continued {
-        Some(c) => c.version.clone(),
-        None => ctx.version.clone(),
+    let mut sync = sync::begin(dir, controls)?;
+    let version = match (&sync, &page.continued) {
+        (Some((_, v)), _) => v.clone(),
+        (None, Some(c)) => c.version.clone(),
+        (None, None) => ctx.version.clone(),
     };
     let v = &*version;
     let requester = dir.acl.requester(ctx.identity, ctx.client, v);
     let mut request = resolve_request(ctx, v, req, controls, &requester, page.run)?;
+    if let Some((s, _)) = &mut sync {
+        s.set_base(&request.base);
+    }
     answer_dse(dir, v, req, &request, page.run)?;
     answer_monitor(ctx, req, controls, &request, &requester, page.run)?;
     let classes = Classes::new(dir, v, req, controls);
@@ -408,7 +422,10 @@ fn prepare_search(
         check_assertion(v, id, request.assertion.as_ref(), &mut base_access)?;
         id
     };
-    let (candidates, indexed) = candidates(v, req, classes.referrals.as_ref(), page.continued.is_some());
+    let (mut candidates, indexed) = candidates(v, req, classes.referrals.as_ref(), page.continued.is_some());
+    if let Some(delta) = sync.as_ref().and_then(|(s, _)| s.candidates()) {
+        candidates = Some(delta);
+    }
     let limits = limits(ctx, v, req, base_id, indexed, page.continued.as_ref(), &classes)?;
 
     let access = SearchAccess::new(&dir.acl, requester, &mut request.filter, v.schema());
@@ -435,6 +452,7 @@ fn prepare_search(
         access,
         unindexed: limits.unindexed,
         carried: Carried::default(),
+        sync: sync.map(|(s, _)| Box::new(s)),
     };
     Ok(PreparedSearch {
         kind: Kind::Walk(Box::new(search)),
@@ -949,6 +967,10 @@ impl PreparedSearch {
             Kind::Fixed(_) => return true,
             Kind::Walk(s) => s,
         };
+        // A persistent search continues on the provider, from a job (never inline).
+        if s.sync.as_ref().is_some_and(|sync| sync.persists()) {
+            return false;
+        }
         if s.first_scope.1 == SearchScope::Base {
             return true;
         }
@@ -1094,6 +1116,22 @@ impl Run<'_> {
 
     fn emit_entry(&mut self, id: EntryId, sink: &mut dyn ResponseSink) -> Result<(), Stop> {
         let s = self.s;
+        if let Some(sync) = &s.sync {
+            let Some((state, uuid)) = sync.state_of(self.v, self.optypes, id) else {
+                return Ok(());
+            };
+            s.write_synced(
+                sink.buf(),
+                &mut self.entry_buf,
+                self.message_id,
+                self.optypes,
+                self.rules,
+                self.v,
+                id,
+                (state, &uuid, None),
+            );
+            return self.after_message(sink);
+        }
         let dn = self.v.dn(id);
         let mut readable = s.access.readable(self.rules, self.v, id);
         s.selection.write_entry(
@@ -1396,6 +1434,7 @@ impl WalkSearch {
         };
         // The sort, when asked for, was done.
         let sort_code = ResultCode::SUCCESS;
+        let mut persists = false;
         let reply = match outcome {
             Outcome::Paused => {
                 let carried = Carried {
@@ -1413,7 +1452,16 @@ impl WalkSearch {
                 });
             }
             Outcome::Abandoned => None,
-            Outcome::Finished(result) => Some(s.finish(result, None, estimate, sort_code)),
+            Outcome::Finished(result) => match (&s.sync, result) {
+                (Some(sync), Ok(())) => {
+                    let Run { filters, scratch, .. } = &mut run;
+                    let deleted = sync.deleted(&mut |id| s.admits(rules, v, id, filters, scratch));
+                    let controls = sync.finish(sink.buf(), message_id, &deleted);
+                    persists = sync.persists();
+                    (!persists).then(|| Reply::from_result(Ok(())).with_controls(controls))
+                }
+                (_, result) => Some(s.finish(result, None, estimate, sort_code)),
+            },
             Outcome::PageFull(_) => s.paged.map(|p| {
                 progress.returned = returned;
                 progress.examined = run.examined;
@@ -1421,7 +1469,88 @@ impl WalkSearch {
                 s.finish(Ok(()), Some(&cookie), estimate, sort_code)
             }),
         };
-        Step::Done(s.end(Some(&run), reply))
+        let mut end = s.end(Some(&run), reply);
+        drop(run);
+        if persists {
+            end.persist = self.into_persist();
+        }
+        Step::Done(end)
+    }
+
+    /// The persist phase of a refreshAndPersist search whose refresh is over.
+    fn into_persist(mut self: Box<Self>) -> Option<Box<PersistHandoff>> {
+        let (registration, context, rid, base) = self.sync.as_mut()?.take_persist()?;
+        Some(Box::new(PersistHandoff {
+            search: self,
+            registration,
+            context,
+            rid,
+            base,
+        }))
+    }
+
+    /// The request's scope.
+    pub(crate) fn scope(&self) -> SearchScope {
+        self.request_scope
+    }
+
+    /// True when this search returns entry `id` of `v`: in scope, not a referral entry
+    /// (without ManageDsaIT), matching the filter with the types the requester may search,
+    /// readable (the persist phase of a synchronization, and the end of a delta refresh).
+    pub(crate) fn admits(
+        &self,
+        rules: &AccessRules,
+        v: &Version,
+        id: EntryId,
+        filters: &mut FilterCache,
+        scratch: &mut Vec<u8>,
+    ) -> bool {
+        let (base, scope) = self.first_scope;
+        if !in_scope(v, base, scope, id) {
+            return false;
+        }
+        if let Some(refs) = self.referrals.as_ref().filter(|r| !r.is_known_empty()) {
+            if refs.contains(v, id) {
+                return false;
+            }
+        }
+        let Some(entry) = v.entry(id) else { return false };
+        let dn = if self.needs_dn {
+            Dn::parse(v.dn(id).as_bytes()).ok()
+        } else {
+            None
+        };
+        let filter = self.access.filter_for(rules, &self.filter, filters, v, id);
+        filter.matches(entry.attrs(), dn.as_ref(), v.schema(), scratch) && self.access.visible(rules, v, id)
+    }
+
+    /// Appends entry `id` of `v` with a Sync State control: the requested attributes the
+    /// requester may read (none for `present`; never those a synchronization withholds);
+    /// `buf` is a reused buffer.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_synced(
+        &self,
+        out: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
+        msgid: MessageId,
+        optypes: &OperationalTypes,
+        rules: &AccessRules,
+        v: &Version,
+        id: EntryId,
+        (state, uuid, cookie): (SyncStateKind, &UuidOctets, Option<&[u8]>),
+    ) {
+        let dn = v.dn(id);
+        buf.clear();
+        if state != SyncStateKind::Present {
+            let sync = self.sync.as_deref();
+            let mut readable = self.access.readable(rules, v, id);
+            let selection = &self.selection;
+            let mut allowed =
+                |t| !sync.is_some_and(|s| s.withheld(optypes, t, selection.names(t))) && readable(t);
+            self.selection
+                .write_attributes(v, id, optypes, self.types_only, &mut allowed, buf);
+        }
+        sync::write_state_entry(out, msgid, dn.as_bytes(), buf, state, uuid, cookie);
     }
 
     /// How the run ended: `reply` with the counts of what `run` wrote.
@@ -1429,6 +1558,7 @@ impl WalkSearch {
         let (messages, references) = run.map_or((0, 0), |r| (r.messages, r.references));
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         SearchEnd {
+            persist: None,
             reply,
             entries: count(self.carried.entries + messages - references),
             references: count(self.carried.references + references),

@@ -42,7 +42,9 @@ use crate::error::OpError;
 use crate::outcome::Reply;
 use crate::response::ResponseSink;
 use crate::search::run::SearchEnd;
+use crate::search::sync::PersistHandoff;
 use crate::search::{PagedSearches, PreparedSearch, Step};
+use crate::syncprov::persist::{Offer, PersistSink};
 use crate::workers::WorkersHandle;
 
 /// Octets a search gathers before handing them to the connection's queue.
@@ -217,10 +219,13 @@ impl SearchJob {
                     workers.submit(Box::new(move || self.step()));
                 }
             }
-            Step::Done(end) => {
-                self.end(end);
-                self.send_rest();
-            }
+            Step::Done(mut end) => match end.persist.take() {
+                Some(handoff) => self.persist(handoff, end),
+                None => {
+                    self.end(end);
+                    self.send_rest();
+                }
+            },
         }
     }
 
@@ -245,6 +250,25 @@ impl SearchJob {
         self.completion.complete(&mut self.sink.buf, ending);
     }
 
+    /// The refresh of a refreshAndPersist search is over (its final Sync Info message is
+    /// in the buffer): the connection, the operation and its places go to the provider,
+    /// which sends the buffer first, then the changes.
+    fn persist(self: Box<Self>, handoff: Box<PersistHandoff>, end: SearchEnd) {
+        let job = *self;
+        let Some(provider) = job.dir.sync_provider.clone() else {
+            return;
+        };
+        let msgid = job.completion.msgid();
+        let sink = PersistConnection {
+            tx: job.sink.tx,
+            guard: job.sink.guard,
+            completion: job.completion,
+            refreshed: end.entries,
+            _places: job._places,
+        };
+        provider.go_live(handoff, Box::new(sink), job.sink.buf, msgid);
+    }
+
     /// Sends what is left after the end; waits for room if there is none. Dropping the
     /// job then releases its places.
     fn send_rest(mut self: Box<Self>) {
@@ -263,5 +287,48 @@ impl SearchJob {
             Some(Blocked::Server) => tx.wait_for_budget(resume),
             _ => tx.wait_for_room(resume),
         }
+    }
+}
+
+/// A persistent search's connection, operation and places, held by the provider
+/// ([`crate::syncprov::persist`]) until the search ends.
+struct PersistConnection {
+    tx: OutSender,
+    guard: OpGuard,
+    completion: Completion,
+    /// Entries the refresh sent.
+    refreshed: u32,
+    _places: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+}
+
+impl PersistSink for PersistConnection {
+    fn offer(&mut self, chunk: Vec<u8>) -> Offer {
+        match self.tx.try_send(chunk) {
+            Ok(()) => Offer::Taken,
+            Err(NotSent::ConnectionFull(chunk) | NotSent::ServerFull(chunk)) => Offer::Full(chunk),
+            Err(NotSent::Closed) => Offer::Gone,
+        }
+    }
+
+    fn stop_request(&self) -> StopRequest {
+        self.guard.state().stop_request()
+    }
+
+    fn finish(&mut self, reply: Option<Reply>, entries: u32, bytes: u64, out: &mut Vec<u8>) {
+        let state = self.guard.state();
+        if reply.is_none() {
+            state.note_seen_stop();
+        } else if state.stop_request() == StopRequest::Cancel {
+            state.note_seen_stop();
+            state.mark_canceled();
+        }
+        let end = SearchEnd {
+            reply,
+            entries: self.refreshed.saturating_add(entries),
+            references: 0,
+            notes: Default::default(),
+            persist: None,
+        };
+        self.completion.complete(out, Ending::search(&end, bytes));
     }
 }

@@ -280,6 +280,8 @@ pub struct Record {
     pub lsn: Lsn,
     /// The payload as appended.
     pub payload: Vec<u8>,
+    /// The next record belongs to the same commit unit (the same write).
+    pub continues: bool,
 }
 
 /// Iterates the records of a log directory after a given LSN, one segment in memory at a
@@ -426,6 +428,7 @@ impl Iterator for WalReader<'_> {
                         return Some(Ok(Record {
                             lsn: frame.lsn,
                             payload: frame.payload.to_vec(),
+                            continues: frame.continues,
                         }));
                     }
                 }
