@@ -6,6 +6,7 @@
 #               --b-bin PATH [--b-toml TEXT] [--b-name NAME]
 #               [--entries N] [--duration S] [--warmup S] [--rounds N]
 #               [--workloads "search-1.1 search-1.1-d1 auth-same modify modify-d1"]
+#               [--a-consumers N] [--b-consumers N]
 #
 # What it does:
 #   1. `larch gen` N entries (seeded), `larch import` them once per variant;
@@ -20,11 +21,15 @@
 # connections, one request in flight each), search-large-d1 (16 x 1: one surname, some
 # hundreds of entries with all their attributes, a search run on the search threads),
 # auth-same (search+bind on the same connection), modify (8 x 8) and modify-d1 (16 x 1).
+# --a-consumers / --b-consumers N: N content-synchronization consumers in refreshAndPersist
+# mode follow the variant the whole time (`ldapsearch -E sync=rp` of every entry with all
+# attributes, on CPU 1 with the client); measuring starts once each has finished its
+# refresh. Their own CPU is on the client's side: compare the server's µs per operation.
 # Servers are stopped by PID at the end. Loopback only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 a_bin= b_bin= a_toml= b_toml= a_name=A b_name=B
-entries=100000 duration=6 warmup=2 rounds=3
+entries=100000 duration=6 warmup=2 rounds=3 a_consumers=0 b_consumers=0
 workloads="search-1.1 search-1.1-d1 auth-same modify modify-d1"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,6 +44,8 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
+    --a-consumers) a_consumers=$2; shift 2 ;;
+    --b-consumers) b_consumers=$2; shift 2 ;;
     *) echo "ab.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -78,6 +85,23 @@ for v in a b; do
   pids+=("${pid[$v]}")
   url[$v]="ldap://127.0.0.1:$port/"
   wait_ldap "${url[$v]}" || { cat "$work/$v/serve.log" >&2; exit 1; }
+done
+
+# The consumers: each writes "done" to its marker file when its refresh is over, and reads
+# (and drops) every change after it.
+for v in a b; do
+  n_var=${v}_consumers
+  for i in $(seq 1 "${!n_var}"); do
+    marker="$work/$v/consumer$i.refreshed"
+    taskset -c 1 ldapsearch -x -H "${url[$v]}" -D "$rootdn" -w "$rootpw" -b "$suffix" -E sync=rp '(objectClass=*)' '*' '+' 2>/dev/null \
+      | awk -v m="$marker" '/refresh done/ && !d { print "done" > m; close(m); d = 1 }' &
+    pids+=("$!")
+  done
+  for i in $(seq 1 "${!n_var}"); do
+    for _ in $(seq 1200); do [ -s "$work/$v/consumer$i.refreshed" ] && break; sleep 0.1; done
+    [ -s "$work/$v/consumer$i.refreshed" ] || { echo "ab.sh: consumer $i of $v did not finish its refresh" >&2; exit 1; }
+  done
+  [ "${!n_var}" = 0 ] || say "variant $v: ${!n_var} consumers refreshed"
 done
 
 run() { # variant workload

@@ -26,6 +26,7 @@ import ldap3
 import pytest
 
 import conftest
+import ldapwire
 from ldaputil import add_ok, assert_result, connect, delete_tree
 
 SLAPD_GLOBAL = "moduleload syncprov"
@@ -459,3 +460,55 @@ def test_a_cookie_that_does_not_parse_gets_a_full_refresh(provider, tree):
     assert len(f.entries) == 3 + 1 + 3
     assert f.cookie and "csn=" in f.cookie
     f.unbind_s()
+
+
+def test_a_consumer_sees_only_what_it_may_read(provider, tree):
+    """Access control applies to a synchronization: a user following the tree gets no
+    other user's password."""
+    conn, top = tree
+    add_ok(conn, f"ou=people,{top}", {"objectClass": ["organizationalUnit"], "ou": "people"})
+    for name in ("reader", "other"):
+        add_ok(conn, f"uid={name},ou=people,{top}", {"objectClass": ["inetOrgPerson"], "uid": name, "cn": name,
+                                                     "sn": name, "userPassword": f"{name}-Secret-1"})
+    f = Follower(provider.url)
+    f.simple_bind_s(f"uid=reader,ou=people,{top}", "reader-Secret-1")
+    msgid = f.syncrepl_search(top, ldap.SCOPE_SUBTREE, mode="refreshOnly", attrlist=["*", "+"])
+    while f.syncrepl_poll(msgid=msgid, all=1, timeout=30):
+        pass
+    by_dn = {dn.lower(): attrs for dn, attrs in f.entries.values()}
+    other = by_dn[f"uid=other,ou=people,{top}".lower()]
+    assert "userPassword" not in other and "sn" in other
+    f.unbind_s()
+
+
+STALLED_WRITES = 300
+STALLED_DESCRIPTION = 20000
+
+
+def test_a_consumer_that_stops_reading_holds_up_nobody(provider, tree):
+    """A persistent search whose client never reads: the writes it would be sent go on at
+    full speed, and other clients are answered at once."""
+    conn, top = tree
+    users = populate(conn, top, people=10, groups=1)
+    stalled = ldapwire.RawConnection(provider.host, provider.port, rcvbuf=4096)
+    answer = stalled.request(1, ldapwire.bind_simple(provider.admin_dn, provider.admin_pw))
+    assert answer[-1].code == 0
+    # Sync Request: refreshAndPersist, no cookie.
+    sync = ldapwire.control("1.3.6.1.4.1.4203.1.9.1.1", True, ldapwire.seq(ldapwire.enum(3)))
+    stalled.send(ldapwire.message(2, ldapwire.search(top, attrs=("*",)), [sync]))
+    started = time.monotonic()
+    for i in range(STALLED_WRITES):
+        conn.modify(users[i % len(users)],
+                    {"description": [(ldap3.MODIFY_REPLACE, [f"{i:06d}" * (STALLED_DESCRIPTION // 6)])]})
+        assert_result(conn, "success")
+    writing = time.monotonic() - started
+    other = connect(provider, provider.admin_dn, provider.admin_pw)
+    t0 = time.monotonic()
+    other.search(top, "(uid=u1)", ldap3.SUBTREE, attributes=["cn"])
+    assert_result(other, "success")
+    assert time.monotonic() - t0 < 2.0
+    other.unbind()
+    # Far more was committed for the stalled consumer than its socket holds.
+    assert STALLED_WRITES * STALLED_DESCRIPTION > 20 * 4096
+    assert writing < 60, f"{STALLED_WRITES} writes took {writing:.1f}s with a stalled consumer"
+    stalled.close()
