@@ -512,3 +512,28 @@ def test_a_consumer_that_stops_reading_holds_up_nobody(provider, tree):
     assert STALLED_WRITES * STALLED_DESCRIPTION > 20 * 4096
     assert writing < 60, f"{STALLED_WRITES} writes took {writing:.1f}s with a stalled consumer"
     stalled.close()
+
+
+def test_shutdown_ends_persistent_searches(provider, tree):
+    """A persistent search does not hold up a shutdown: the server stops at once, and its
+    consumer is told why (`unavailable`, 52; slapd just closes the connection)."""
+    conn, top = tree
+    populate(conn, top, people=3, groups=1)
+    conn.unbind()
+    f, msgid = follow(provider, top, mode="refreshAndPersist")
+    deadline = time.monotonic() + 10
+    while not f.refresh_done and time.monotonic() < deadline:
+        f.syncrepl_poll(msgid=msgid, timeout=1)
+    assert f.refresh_done
+    started = time.monotonic()
+    provider.restart()
+    assert time.monotonic() - started < 8, "the shutdown waited for the persistent search"
+    ended = None
+    try:
+        while f.syncrepl_poll(msgid=msgid, timeout=5):
+            pass
+    except (ldap.UNAVAILABLE, ldap.SERVER_DOWN) as e:
+        ended = e
+    assert ended is not None
+    if provider.kind == "larch":
+        assert isinstance(ended, ldap.UNAVAILABLE), ended

@@ -7,7 +7,8 @@
 //! [`crate::session::serve`] on the tokio runtime), and on shutdown:
 //! 1. stops accepting and tells every connection to stop reading requests;
 //! 2. waits up to [`SHUTDOWN_GRACE`] for operations in flight to finish (every write
-//!    already handed to the store is answered);
+//!    already handed to the store is answered; persistent searches are ended by the
+//!    synchronization provider, [`crate::syncprov`]);
 //! 3. closes whatever is still open (searches still running are abandoned) and returns.
 //!
 //! The caller then closes the store, which writes a snapshot.
@@ -172,6 +173,10 @@ pub async fn run(
         a.abort();
     }
     let _ = drain_tx.send(true);
+    // Persistent searches never finish by themselves: they end now.
+    if let Some(provider) = &dir.sync_provider {
+        provider.stop();
+    }
     let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
     while registry.len() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -11,10 +11,12 @@
 //!    current version: the context CSNs are read again, the session log starts over
 //!    empty, and every registered search ends with `e-syncRefreshRequired` (they missed
 //!    changes); consumers come back with their cookies and get a present phase.
-//! 4. When the store closes (or [`super::SyncProvider::stop`]), the log closes and every
-//!    search is dropped.
+//! 4. When the server shuts down ([`super::SyncProvider::stop`]) or the store closes, the
+//!    log closes, every live search ends with `unavailable` (52), and every search is
+//!    dropped.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_store::{FeedError, FeedSubscription, Version};
@@ -24,6 +26,10 @@ use super::log::SessionLog;
 use super::note::ChangeNote;
 use super::persist::{Pass, PersistContext};
 use super::{ProviderState, SyncProvider, TICK};
+
+/// How long the final messages of persistent searches may wait for their connections at
+/// shutdown.
+const SHUTDOWN_SEND: Duration = Duration::from_secs(1);
 
 /// The thread's body.
 pub(crate) fn run(
@@ -74,10 +80,23 @@ pub(crate) fn run(
             }
         }
     }
+    shut_down(&provider);
+}
+
+/// Step 4: the log closes; every live search ends with `unavailable`, its final message
+/// sent if its connection takes it within [`SHUTDOWN_SEND`]; then every search is dropped.
+fn shut_down(provider: &SyncProvider) {
     let mut state = provider.lock();
     state.log = None;
-    let searches = std::mem::take(&mut state.searches);
+    state.searches.retain_mut(|s| s.shut_down() == Pass::Keep);
     drop(state);
+    let deadline = Instant::now() + SHUTDOWN_SEND;
+    while Instant::now() < deadline && !provider.lock().searches.is_empty() {
+        std::thread::sleep(TICK);
+        let mut state = provider.lock();
+        state.searches.retain_mut(|s| s.shut_down() == Pass::Keep);
+    }
+    let searches = std::mem::take(&mut provider.lock().searches);
     drop(searches);
 }
 

@@ -178,7 +178,8 @@ impl SyncProvider {
         Ok(())
     }
 
-    /// Asks the thread to stop at its next pass (it also stops when the store closes).
+    /// Asks the thread to end every persistent search and stop, at its next pass (it also
+    /// stops when the store closes): the server is shutting down.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
     }
@@ -245,14 +246,23 @@ impl SyncProvider {
         handoff.registration.armed = false;
         let id = handoff.registration.id;
         let mut state = self.lock();
-        let Some(search) = state.searches.iter_mut().find(|s| s.id == id) else {
+        let found = state.searches.iter_mut().find(|s| s.id == id);
+        let Some(search) = found.filter(|_| !self.stopping()) else {
             drop(state);
             let mut out = backlog;
             out.clear();
-            let reply = crate::outcome::Reply::from(OpError::new(
-                ResultCode::E_SYNC_REFRESH_REQUIRED,
-                "the provider restarted its change log during the refresh; refresh again",
-            ));
+            let e = if self.stopping() {
+                OpError::new(
+                    ResultCode::UNAVAILABLE,
+                    "the server is shutting down; resume with the last cookie",
+                )
+            } else {
+                OpError::new(
+                    ResultCode::E_SYNC_REFRESH_REQUIRED,
+                    "the provider restarted its change log during the refresh; refresh again",
+                )
+            };
+            let reply = crate::outcome::Reply::from(e);
             sink.finish(Some(reply), 0, 0, &mut out);
             let _ = sink.offer(out);
             return;

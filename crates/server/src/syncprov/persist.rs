@@ -14,7 +14,8 @@
 //!    (its places on the connection with it). A search ends when its client abandons it
 //!    (nothing more is sent), cancels it (`canceled`, 118), closes the connection, or falls
 //!    behind by more than [`MAX_QUEUED_NOTES`] changes (`e-syncRefreshRequired`, 4096: the
-//!    consumer starts again from the last cookie it received, which a delta answers).
+//!    consumer starts again from the last cookie it received, which a delta answers), or
+//!    the server shuts down (`unavailable`, 52).
 //! 4. A note becomes at most one message, against the current version of the directory:
 //!    - an entry that this search returns now (in scope, matching, readable, the same
 //!      entryUUID) goes out whole with state `add` (an add) or `modify` (a modify or a
@@ -160,6 +161,17 @@ impl Persistent {
         self.queue.extend(notes.iter().cloned());
     }
 
+    /// Ends the search because the server shuts down: a live one with `unavailable` (52),
+    /// a refreshing one is only dropped (its refresh, when over, finds it gone and ends
+    /// the same way). What cannot be sent at once is kept for [`Persistent::pass`].
+    pub fn shut_down(&mut self) -> Pass {
+        match std::mem::replace(&mut self.stage, Stage::Refreshing) {
+            Stage::Refreshing => Pass::Drop,
+            Stage::Closing(sink, out) => self.close(sink, out),
+            Stage::Live(live) => self.end(*live, Ending::ShuttingDown),
+        }
+    }
+
     /// One pass of the thread over this search (steps 2 and 3) on version `v`.
     pub fn pass(&mut self, v: &Version, ctx: &PersistContext) -> Pass {
         match std::mem::replace(&mut self.stage, Stage::Refreshing) {
@@ -192,6 +204,13 @@ impl Persistent {
                 ResultCode::CANCELED,
                 "the persistent search was canceled",
             ))),
+            Ending::ShuttingDown => {
+                out.clear();
+                Some(Reply::from(OpError::new(
+                    ResultCode::UNAVAILABLE,
+                    "the server is shutting down; resume with the last cookie",
+                )))
+            }
             Ending::RefreshRequired => {
                 // What was not sent is dropped: the consumer's last cookie is the one of
                 // the last message it received, and it starts again from there.
@@ -233,6 +252,7 @@ enum Ending {
     Abandoned,
     Canceled,
     RefreshRequired,
+    ShuttingDown,
 }
 
 impl Live {
