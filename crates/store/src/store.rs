@@ -40,7 +40,7 @@ use crate::index::{IndexConfig, Keyer, ResolvedIndexes};
 use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_record, TypeMap};
 use crate::record::{EntryId, EntryRecord};
 use crate::schedule::{due_at_open, AtOpen, Pace, Schedule};
-use crate::snapshot::{self, SnapshotInfo, SnapshotMeta, WriteOptions};
+use crate::snapshot::{self, SnapshotError, SnapshotInfo, SnapshotMeta, WriteOptions};
 use crate::stats::{SnapshotRecord, StoreStats, StoreStatsView};
 use crate::storage::{FsStorage, Storage};
 use crate::txn::{apply_change, WriteTxn};
@@ -132,6 +132,25 @@ impl StoreOptions {
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         }
+    }
+}
+
+/// A snapshot file opened for sending to a new replica ([`Store::snapshot_for_transfer`]).
+pub struct TransferSnapshot {
+    /// The snapshot's LSN: the replica follows the changes after it.
+    pub lsn: crate::wal::Lsn,
+    /// The file.
+    pub path: PathBuf,
+    /// Its octets, from the start.
+    pub reader: Box<dyn std::io::Read + Send>,
+}
+
+impl std::fmt::Debug for TransferSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransferSnapshot")
+            .field("lsn", &self.lsn)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -620,6 +639,28 @@ impl Store {
             duty_cycle,
             ..WriteOptions::default()
         }
+    }
+
+    /// A snapshot of the directory for a new replica ([`TransferSnapshot`]): one is written
+    /// from the current version (paced, like the scheduled ones) unless the newest already
+    /// holds it, and the newest is opened for reading under the snapshot lock, so no
+    /// clean-up removes it first (once open, it stays readable to the end).
+    pub fn snapshot_for_transfer(&self) -> Result<TransferSnapshot, StoreError> {
+        self.write_snapshot(Pace::Paced)?;
+        let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let storage = &*self.inner.storage;
+        let newest = snapshot::list_snapshots(storage, &self.inner.snapshot_dir)?
+            .into_iter()
+            .next();
+        let dir = &self.inner.snapshot_dir;
+        let Some((lsn, path)) = newest else {
+            let gone = std::io::Error::new(std::io::ErrorKind::NotFound, "no snapshot in the directory");
+            return Err(SnapshotError::io("find a snapshot in", dir, gone).into());
+        };
+        let reader = storage
+            .open_read(&path)
+            .map_err(|e| SnapshotError::io("open", &path, e))?;
+        Ok(TransferSnapshot { lsn, path, reader })
     }
 
     /// Takes a backup into `to` while reads and writes go on ([`crate::backup`]): the

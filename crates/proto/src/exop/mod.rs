@@ -17,12 +17,14 @@ mod backup;
 mod cancel;
 mod notice;
 mod password_modify;
+mod snapshot;
 mod whoami;
 
 pub use backup::{BackupRequest, BackupResponse};
 pub use cancel::CancelRequest;
 pub use notice::{notice_of_disconnection, notice_with_code};
 pub use password_modify::{PasswordModifyRequest, PasswordModifyResponse};
+pub use snapshot::{SnapshotDone, SnapshotPiece};
 pub use whoami::WhoAmIResponse;
 
 use crate::error::Result;
@@ -44,6 +46,10 @@ pub const LARCH_ARC: &str = "2.25.268705614682925665270291760309126455850";
 /// into a directory on its own host; the administrator's only. Value: [`BackupRequest`],
 /// [`BackupResponse`].
 pub const BACKUP: &str = "2.25.268705614682925665270291760309126455850.1.1";
+/// Larch's snapshot transfer (`LARCH_ARC`.1.2): the server sends a snapshot of its
+/// directory, the file itself in pieces, to a new replica; the administrator's only.
+/// Values: [`SnapshotPiece`] (in IntermediateResponses), [`SnapshotDone`].
+pub const SNAPSHOT_TRANSFER: &str = "2.25.268705614682925665270291760309126455850.1.2";
 /// Notice of Disconnection (RFC 4511 section 4.4.1), an unsolicited notification.
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
 

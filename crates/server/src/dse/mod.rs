@@ -25,12 +25,14 @@ use crate::select::{write_partial_attribute, Selection};
 
 /// The extended operations the server implements, as the root DSE publishes them
 /// (`supportedExtension`): Who am I? (RFC 4532), Cancel (RFC 3909), Password Modify
-/// (RFC 3062) and Larch's online backup (`docs/backup.md`).
+/// (RFC 3062), Larch's online backup (`docs/backup.md`) and snapshot transfer
+/// (`docs/replication.md`).
 pub const SUPPORTED_EXTENSIONS: &[&str] = &[
     "1.3.6.1.4.1.4203.1.11.3",
     "1.3.6.1.1.8",
     "1.3.6.1.4.1.4203.1.11.1",
     larch_proto::exop::BACKUP,
+    larch_proto::exop::SNAPSHOT_TRANSFER,
 ];
 
 /// The features the root DSE publishes (`supportedFeatures`): all operational attributes

@@ -159,6 +159,9 @@ impl Session {
             ProtocolOp::ExtendedRequest(req) if req.name == exop::BACKUP.as_bytes() => {
                 self.backup(trace, req, msg.controls, pdu, out)
             }
+            ProtocolOp::ExtendedRequest(req) if req.name == exop::SNAPSHOT_TRANSFER.as_bytes() => {
+                self.snapshot_transfer(trace, req, msg.controls, pdu, out)
+            }
             ProtocolOp::ExtendedRequest(req) => self.extended(trace, req, msg.controls, pdu, out),
             other => {
                 let why = format!("message {id}: a client may not send a {}", other.name());

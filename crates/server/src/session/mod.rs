@@ -41,6 +41,7 @@ pub mod inflight;
 mod password_modify;
 mod restricted;
 mod search_job;
+mod snapshot_transfer;
 mod starttls;
 mod stream;
 mod writer;
