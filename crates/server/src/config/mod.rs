@@ -40,6 +40,7 @@ mod password;
 mod password_policy;
 mod raw;
 mod read;
+pub mod replication;
 mod sasl;
 mod security;
 mod tls;
@@ -78,6 +79,9 @@ pub use monitor::{MetricsSettings, MonitorSettings};
 pub use password::{DefaultScheme, PasswordSettings};
 pub use password_policy::{PasswordPolicySettings, MAX_GRACE_LOGINS, MAX_IN_HISTORY, MAX_POLICY_FAILURES};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
+pub use replication::{
+    Credentials, ReplicationMode, ReplicationScope, ReplicationSettings, RetrySchedule, RetryStep,
+};
 pub use security::{RequireTls, SecuritySettings};
 pub use tls::{ClientCertificates, TlsSettings};
 pub use uniqueness::{UniquenessSettings, MAX_UNIQUE_LIST};
@@ -223,6 +227,8 @@ pub struct ServerConfig {
     pub password_policy: PasswordPolicySettings,
     /// `[metrics]`: the Prometheus endpoint.
     pub metrics: MetricsSettings,
+    /// `[[replication]]`: the providers this server follows as a read replica.
+    pub replication: Vec<ReplicationSettings>,
 }
 
 impl ServerConfig {
@@ -374,6 +380,7 @@ impl Default for ServerConfig {
             error_log: ErrorLogSettings::default(),
             monitor: MonitorSettings::default(),
             metrics: MetricsSettings::default(),
+            replication: Vec::new(),
             groups: GroupSettings::default(),
             uniqueness: UniquenessSettings::default(),
             password_policy: PasswordPolicySettings::default(),
@@ -458,6 +465,9 @@ impl ServerConfig {
         }
         if let Some(p) = &mut self.error_log.path {
             *p = base.join(&*p);
+        }
+        for r in &mut self.replication {
+            r.resolve_paths(base);
         }
     }
 
@@ -705,6 +715,12 @@ impl ServerConfig {
             }
             Ok(())
         });
+        step(&mut errors, || {
+            if let Some(r) = raw.replication {
+                c.replication = ReplicationSettings::list_from_raw(r)?;
+            }
+            Ok(())
+        });
         (c, errors)
     }
 
@@ -761,7 +777,14 @@ impl ServerConfig {
         };
         if reads(&["directory"]) {
             match self.normalized_suffixes(&schema) {
-                Ok(_) => check(&mut errors, true, self.normalized_admin_dn(&schema).map(|_| ())),
+                Ok(suffixes) => {
+                    check(&mut errors, true, self.normalized_admin_dn(&schema).map(|_| ()));
+                    check(
+                        &mut errors,
+                        reads(&["replication"]),
+                        replication::validate(&self.replication, &schema, &suffixes),
+                    );
+                }
                 Err(e) => errors.push(e),
             }
         }
@@ -996,7 +1019,17 @@ impl ServerConfig {
 
     /// The index configuration (`[indexes]`, or the store's defaults).
     pub fn index_config(&self) -> IndexConfig {
-        self.indexes.clone()
+        let mut indexes = self.indexes.clone();
+        // A replica finds the local entry of each change by its entryUUID
+        // (`crate::syncrepl::apply`): an equality index makes that one lookup.
+        if !self.replication.is_empty() {
+            indexes
+                .attributes
+                .entry("entryUUID".to_string())
+                .or_default()
+                .equality = true;
+        }
+        indexes
     }
 
     /// The store's options: data directory, indexes, sync policy, snapshot schedule, load
