@@ -78,10 +78,10 @@ pub use logs::{
 pub use monitor::{MetricsSettings, MonitorSettings};
 pub use password::{DefaultScheme, PasswordSettings};
 pub use password_policy::{PasswordPolicySettings, MAX_GRACE_LOGINS, MAX_IN_HISTORY, MAX_POLICY_FAILURES};
-pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use replication::{
     Credentials, ReplicationMode, ReplicationScope, ReplicationSettings, RetrySchedule, RetryStep,
 };
+pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
 pub use tls::{ClientCertificates, TlsSettings};
 pub use uniqueness::{UniquenessSettings, MAX_UNIQUE_LIST};

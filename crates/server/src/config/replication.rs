@@ -232,11 +232,17 @@ impl ReplicationSettings {
         };
         let rid = match r.rid {
             Some(n) if (1..=999).contains(&n) => n as u16,
-            Some(n) => return Err(ConfigError::invalid(key("rid"), format!("{n} is outside 1 to 999"))),
+            Some(n) => {
+                return Err(ConfigError::invalid(
+                    key("rid"),
+                    format!("{n} is outside 1 to 999"),
+                ))
+            }
             None => return Err(ConfigError::invalid(key("rid"), "required")),
         };
         let provider = required("provider", r.provider)?;
-        let provider_url = ListenUrl::parse(&provider).map_err(|e| ConfigError::invalid(key("provider"), e))?;
+        let provider_url =
+            ListenUrl::parse(&provider).map_err(|e| ConfigError::invalid(key("provider"), e))?;
         let bind_dn = required("bind_dn", r.bind_dn)?;
         let credentials = match (r.credentials, r.credentials_file) {
             (Some(c), None) => Credentials::Inline(c),
@@ -265,8 +271,18 @@ impl ReplicationSettings {
         let (client_cert, client_key) = match (r.client_cert, r.client_key) {
             (Some(c), Some(k)) => (Some(PathBuf::from(c)), Some(PathBuf::from(k))),
             (None, None) => (None, None),
-            (Some(_), None) => return Err(ConfigError::invalid(key("client_key"), "required with client_cert")),
-            (None, Some(_)) => return Err(ConfigError::invalid(key("client_cert"), "required with client_key")),
+            (Some(_), None) => {
+                return Err(ConfigError::invalid(
+                    key("client_key"),
+                    "required with client_cert",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::invalid(
+                    key("client_cert"),
+                    "required with client_key",
+                ))
+            }
         };
         if tls && r.ca_file.is_none() {
             return Err(ConfigError::invalid(
@@ -376,8 +392,8 @@ impl ReplicationSettings {
 
     /// The base normalized through `schema`; it must be one of `suffixes` or inside one.
     pub fn normalized_base(&self, schema: &Schema, suffixes: &[NormDn]) -> Result<NormDn, String> {
-        let (_, norm) =
-            NormDn::parse(self.base.as_bytes(), schema).map_err(|e| format!("`{}` is not a DN: {e}", self.base))?;
+        let (_, norm) = NormDn::parse(self.base.as_bytes(), schema)
+            .map_err(|e| format!("`{}` is not a DN: {e}", self.base))?;
         if !suffixes.iter().any(|s| norm.is_within(s)) {
             return Err(format!(
                 "`{}` is not one of the server's suffixes nor inside one",
@@ -390,7 +406,11 @@ impl ReplicationSettings {
 
 /// Checks every table against the schema and the suffixes: each base inside a suffix, no
 /// base inside another table's.
-pub(crate) fn validate(list: &[ReplicationSettings], schema: &Schema, suffixes: &[NormDn]) -> Result<(), ConfigError> {
+pub(crate) fn validate(
+    list: &[ReplicationSettings],
+    schema: &Schema,
+    suffixes: &[NormDn],
+) -> Result<(), ConfigError> {
     let mut bases: Vec<NormDn> = Vec::with_capacity(list.len());
     for (i, s) in list.iter().enumerate() {
         let base = s

@@ -66,7 +66,11 @@ fn replication(w: &mut Writer, report: &ServerReport) {
     );
     for r in &report.replication {
         let rid = r.rid.to_string();
-        w.sample("larch_replication_changes_applied_total", &[("rid", &rid)], r.changes_applied);
+        w.sample(
+            "larch_replication_changes_applied_total",
+            &[("rid", &rid)],
+            r.changes_applied,
+        );
     }
     w.family(
         "larch_replication_state",

@@ -149,9 +149,9 @@ impl Session {
             }
             ProtocolOp::ModifyDnRequest(req) => {
                 // Moving an entry into a replicated subtree is a write there too.
-                let into_replica = req
-                    .new_superior
-                    .and_then(|s| read_only::refuse_move(&self.dir.replication, &self.dir.schema, s, req.entry));
+                let into_replica = req.new_superior.and_then(|s| {
+                    read_only::refuse_move(&self.dir.replication, &self.dir.schema, s, req.entry)
+                });
                 let prepared = match into_replica {
                     Some(e) => Err(e),
                     None => self.prepare_write(msg.controls, OpKind::ModifyDn, req.entry, |ctx, c| {

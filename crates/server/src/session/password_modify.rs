@@ -93,7 +93,11 @@ impl Session {
             };
             prepare_password_modify(&ctx, &version, &request, controls.manage_dsa_it)?
         };
-        if let Some(e) = read_only::refuse_write(&self.dir.replication, Some(prepared.target()), prepared.target().as_str()) {
+        if let Some(e) = read_only::refuse_write(
+            &self.dir.replication,
+            Some(prepared.target()),
+            prepared.target().as_str(),
+        ) {
             return Err(e);
         }
         let ip = self.client.addr.map(|a| a.ip());

@@ -168,7 +168,8 @@ pub fn put_change(ctx: &ApplyContext, e: &EntryEvent) -> Result<Change, SyncErro
     let mut entry = Entry::new(dn.clone(), norm.clone());
     let t = &ctx.optypes;
     for (description, values) in &e.attributes {
-        let (ty, options) = resolve_description(description, &ctx.schema).map_err(|err| refuse(err.to_string()))?;
+        let (ty, options) =
+            resolve_description(description, &ctx.schema).map_err(|err| refuse(err.to_string()))?;
         if ty == ctx.context_csn || t.is_computed(ty) || ty == t.entry_uuid {
             continue;
         }
@@ -176,7 +177,11 @@ pub fn put_change(ctx: &ApplyContext, e: &EntryEvent) -> Result<Change, SyncErro
             entry.push_value(ty, &options, v.clone());
         }
     }
-    entry.set_values(t.entry_uuid, &Options::none(), vec![uuid_to_text(&e.uuid).into_bytes()]);
+    entry.set_values(
+        t.entry_uuid,
+        &Options::none(),
+        vec![uuid_to_text(&e.uuid).into_bytes()],
+    );
     for a in &entry.attrs {
         check_values(a, &ctx.schema).map_err(|err| refuse(err.to_string()))?;
     }
@@ -224,7 +229,8 @@ pub fn stored_csns(version: &Version, ctx: &ApplyContext) -> Result<CsnSet, Sync
     };
     let mut set = CsnSet::default();
     for v in e.attrs().attribute(ctx.context_csn).flat_map(|a| a.values.iter()) {
-        let text = std::str::from_utf8(v).map_err(|_| SyncError::Apply("a contextCSN value is not text".into()))?;
+        let text =
+            std::str::from_utf8(v).map_err(|_| SyncError::Apply("a contextCSN value is not text".into()))?;
         set.insert(Csn::parse(text)?);
     }
     Ok(set)
@@ -261,9 +267,19 @@ fn store_error(what: &str, dn: &str, e: larch_store::StoreError) -> SyncError {
     SyncError::Apply(format!("{what} `{dn}`: {e}"))
 }
 
-fn apply_one(txn: &mut WriteTxn<'_>, ctx: &ApplyContext, change: Change, applied: &mut Applied) -> Result<(), SyncError> {
+fn apply_one(
+    txn: &mut WriteTxn<'_>,
+    ctx: &ApplyContext,
+    change: Change,
+    applied: &mut Applied,
+) -> Result<(), SyncError> {
     match change {
-        Change::Put { uuid, dn, norm, attrs } => {
+        Change::Put {
+            uuid,
+            dn,
+            norm,
+            attrs,
+        } => {
             put(txn, ctx, uuid, &dn, &norm, attrs)?;
             applied.changes += 1;
         }
@@ -289,7 +305,12 @@ fn apply_one(txn: &mut WriteTxn<'_>, ctx: &ApplyContext, change: Change, applied
 }
 
 /// `attrs` with the `contextCSN` values entry `id` holds now.
-fn keeping_context_csn(version: &Version, ctx: &ApplyContext, id: EntryId, mut attrs: Vec<Attribute>) -> StoredEntry {
+fn keeping_context_csn(
+    version: &Version,
+    ctx: &ApplyContext,
+    id: EntryId,
+    mut attrs: Vec<Attribute>,
+) -> StoredEntry {
     if let Some(e) = version.entry(id) {
         for a in e.attrs().attribute(ctx.context_csn) {
             attrs.push(Attribute {
@@ -326,13 +347,15 @@ fn put(
                     .map_err(|e| store_error("renaming to", &text, e))
             } else {
                 let stored = keeping_context_csn(txn.version(), ctx, id, attrs);
-                txn.modify(id, &stored).map_err(|e| store_error("replacing", &text, e))
+                txn.modify(id, &stored)
+                    .map_err(|e| store_error("replacing", &text, e))
             }
         }
         None => match txn.version().find(norm) {
             Some(id) => {
                 let stored = keeping_context_csn(txn.version(), ctx, id, attrs);
-                txn.modify(id, &stored).map_err(|e| store_error("replacing", &text, e))
+                txn.modify(id, &stored)
+                    .map_err(|e| store_error("replacing", &text, e))
             }
             None => {
                 let stored = StoredEntry::build(&attrs);
@@ -441,7 +464,8 @@ mod tests {
         let (store, _) = Store::open(o).unwrap();
         let base = NormDn::from_text(b"dc=example,dc=com", &*schema).unwrap();
         let optypes = OperationalTypes::new(&schema).unwrap();
-        let ctx = ApplyContext::new(schema, base.clone(), ReplicationScope::Sub, vec![base], optypes).unwrap();
+        let ctx =
+            ApplyContext::new(schema, base.clone(), ReplicationScope::Sub, vec![base], optypes).unwrap();
         Fixture {
             store,
             ctx: Arc::new(ctx),
@@ -456,7 +480,12 @@ mod tests {
             dn: dn.as_bytes().to_vec(),
             attributes: attrs
                 .iter()
-                .map(|(d, v)| (d.as_bytes().to_vec(), v.iter().map(|s| s.as_bytes().to_vec()).collect()))
+                .map(|(d, v)| {
+                    (
+                        d.as_bytes().to_vec(),
+                        v.iter().map(|s| s.as_bytes().to_vec()).collect(),
+                    )
+                })
                 .collect(),
             cookie: None,
         };
@@ -485,13 +514,19 @@ mod tests {
             ctx,
             1,
             "dc=example,dc=com",
-            &[("objectClass", &["top", "dcObject", "organization"]), ("dc", &["example"]), ("o", &["example"])],
+            &[
+                ("objectClass", &["top", "dcObject", "organization"]),
+                ("dc", &["example"]),
+                ("o", &["example"]),
+            ],
         )
     }
 
     fn apply(f: &Fixture, changes: Vec<Change>, cookie: Option<CsnSet>) -> Result<Applied, SyncError> {
         let ctx = Arc::clone(&f.ctx);
-        f.store.write(move |txn| apply_batch(txn, &ctx, changes, cookie.as_ref())).unwrap()
+        f.store
+            .write(move |txn| apply_batch(txn, &ctx, changes, cookie.as_ref()))
+            .unwrap()
     }
 
     fn dns(f: &Fixture) -> Vec<String> {
@@ -503,7 +538,9 @@ mod tests {
 
     fn value(f: &Fixture, dn: &str, attr: &str) -> Vec<String> {
         let v = f.store.current();
-        let id = v.find(&NormDn::from_text(dn.as_bytes(), &*f.ctx.schema).unwrap()).unwrap();
+        let id = v
+            .find(&NormDn::from_text(dn.as_bytes(), &*f.ctx.schema).unwrap())
+            .unwrap();
         let ty = f.ctx.schema.attribute_type(attr).unwrap().id;
         v.entry(id)
             .unwrap()
@@ -529,7 +566,10 @@ mod tests {
             assert_eq!(apply(&f, changes, Some(cookie.clone())).unwrap().changes, 4);
             // The provider's operational attributes are kept; contextCSN and entryDN are not
             // taken from the entry; entryUUID is the syncUUID's text.
-            assert_eq!(value(&f, "ou=a,dc=example,dc=com", "creatorsName"), ["cn=provider"]);
+            assert_eq!(
+                value(&f, "ou=a,dc=example,dc=com", "creatorsName"),
+                ["cn=provider"]
+            );
             assert_eq!(value(&f, "ou=a,dc=example,dc=com", "entryCSN"), [CSN]);
             assert!(value(&f, "ou=a,dc=example,dc=com", "contextCSN").is_empty());
             assert_eq!(
@@ -577,8 +617,15 @@ mod tests {
         assert_eq!(dns(&f), ["dc=example,dc=com"]);
         assert!(stored_csns(&f.store.current(), ctx).unwrap().is_empty());
         // A delete of an entry with children is refused the same way.
-        apply(&f, vec![ou(ctx, 2, "ou=a,dc=example,dc=com", "a"), ou(ctx, 4, "ou=c,ou=a,dc=example,dc=com", "c")], None)
-            .unwrap();
+        apply(
+            &f,
+            vec![
+                ou(ctx, 2, "ou=a,dc=example,dc=com", "a"),
+                ou(ctx, 4, "ou=c,ou=a,dc=example,dc=com", "c"),
+            ],
+            None,
+        )
+        .unwrap();
         assert!(apply(&f, vec![Change::Delete([2; 16])], None).is_err());
         assert_eq!(dns(&f).len(), 3);
     }
@@ -604,14 +651,29 @@ mod tests {
             present.mention([u; 16]).unwrap();
         }
         // ou=b is not mentioned but ou=d below it is: ou=b is kept (it has a child left).
-        let n = apply(&f, vec![Change::DeleteUnmentioned(Arc::new(present.clone()))], None).unwrap();
+        let n = apply(
+            &f,
+            vec![Change::DeleteUnmentioned(Arc::new(present.clone()))],
+            None,
+        )
+        .unwrap();
         assert_eq!((n.changes, n.kept), (1, 1));
         assert_eq!(
             dns(&f),
-            ["dc=example,dc=com", "ou=a,dc=example,dc=com", "ou=b,dc=example,dc=com", "ou=d,ou=b,dc=example,dc=com"]
+            [
+                "dc=example,dc=com",
+                "ou=a,dc=example,dc=com",
+                "ou=b,dc=example,dc=com",
+                "ou=d,ou=b,dc=example,dc=com"
+            ]
         );
         // Nothing mentioned: everything below the base goes, children first; the base stays.
-        let n = apply(&f, vec![Change::DeleteUnmentioned(Arc::new(Present::default()))], None).unwrap();
+        let n = apply(
+            &f,
+            vec![Change::DeleteUnmentioned(Arc::new(Present::default()))],
+            None,
+        )
+        .unwrap();
         assert_eq!((n.changes, n.kept), (3, 0));
         assert_eq!(dns(&f), ["dc=example,dc=com"]);
     }
@@ -629,7 +691,12 @@ mod tests {
                     dn: dn.as_bytes().to_vec(),
                     attributes: attrs
                         .iter()
-                        .map(|(d, v)| (d.as_bytes().to_vec(), v.iter().map(|s| s.as_bytes().to_vec()).collect()))
+                        .map(|(d, v)| {
+                            (
+                                d.as_bytes().to_vec(),
+                                v.iter().map(|s| s.as_bytes().to_vec()).collect(),
+                            )
+                        })
                         .collect(),
                     cookie: None,
                 },

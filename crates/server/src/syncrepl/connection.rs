@@ -274,7 +274,10 @@ impl Connection {
     /// True when a whole PDU is already buffered (the next [`Connection::next_pdu`] will not
     /// wait for the network).
     pub fn has_buffered_pdu(&self) -> bool {
-        matches!(frame(&self.rbuf[self.lo..self.hi], self.max_pdu), Ok(Frame::Complete(_)))
+        matches!(
+            frame(&self.rbuf[self.lo..self.hi], self.max_pdu),
+            Ok(Frame::Complete(_))
+        )
     }
 
     /// The next whole PDU (one framed LDAPMessage, not yet decoded).
@@ -298,7 +301,9 @@ impl Connection {
                 }
                 Err(e) => {
                     return Err(match e.kind {
-                        larch_proto::DecodeErrorKind::PduTooLarge { .. } => SyncError::TooLarge { max: self.max_pdu },
+                        larch_proto::DecodeErrorKind::PduTooLarge { .. } => {
+                            SyncError::TooLarge { max: self.max_pdu }
+                        }
                         _ => SyncError::Protocol(e.to_string()),
                     })
                 }

@@ -4,9 +4,9 @@
 //! A session, in steps:
 //! 1. connect, TLS, Bind (`super::connection`); state `connecting`;
 //! 2. read the stored cookie from the base entry's `contextCSN` values and send the sync
-//!    search with it (none when no CSN is stored, or after `e-syncRefreshRequired`: a full
-//!    refresh, whose present phase removes what the provider no longer holds); state
-//!    `refreshing`;
+//!    search with it, `rid=NNN,csn=...` (only `rid=NNN` when no CSN is stored, or after
+//!    `e-syncRefreshRequired`: a full refresh, whose end deletes what the provider no
+//!    longer holds); state `refreshing`;
 //! 3. read the provider's messages one at a time; [`super::machine::SyncMachine`] says what
 //!    each means; entries are converted to store changes here (off the writer thread) and
 //!    queued in a batch;
@@ -32,7 +32,9 @@ use std::sync::Arc;
 use larch_store::{Store, StoreError};
 use tokio::sync::{oneshot, watch};
 
-use super::apply::{apply_batch, put_change, stored_csns, Applied, ApplyContext, Change, MAX_BATCH_BYTES, MAX_BATCH_CHANGES};
+use super::apply::{
+    apply_batch, put_change, stored_csns, Applied, ApplyContext, Change, MAX_BATCH_BYTES, MAX_BATCH_CHANGES,
+};
 use super::connection::{ClientTls, Connection};
 use super::cookie::{Cookie, CsnSet};
 use super::error::SyncError;
@@ -144,27 +146,34 @@ impl Consumer {
     }
 
     /// One session (steps 1 to 5).
-    async fn session(&self, tls: Option<&ClientTls>, full_refresh: bool, progress: &mut Progress) -> Result<End, SyncError> {
+    async fn session(
+        &self,
+        tls: Option<&ClientTls>,
+        full_refresh: bool,
+        progress: &mut Progress,
+    ) -> Result<End, SyncError> {
         self.status.set_state(ConsumerState::Connecting);
         let mut conn = Connection::open(&self.settings, tls, self.max_pdu).await?;
         let stored = stored_csns(&self.store.current(), &self.ctx)?;
-        let cookie = (!full_refresh && !stored.is_empty()).then(|| {
-            Cookie {
-                rid: Some(self.settings.rid),
-                sid: None,
-                csns: stored.clone(),
-            }
-            .format()
-        });
+        // The cookie always names the replica (slapd echoes it); without a CSN it asks for a
+        // full refresh.
+        let full = full_refresh || stored.is_empty();
+        let cookie = Cookie {
+            rid: Some(self.settings.rid),
+            sid: None,
+            csns: if full { CsnSet::default() } else { stored.clone() },
+        }
+        .format();
         let mut out = Vec::new();
-        encode_search(&self.settings, cookie.as_deref().map(str::as_bytes), &mut out)?;
-        let mut machine = SyncMachine::new(self.settings.mode, self.settings.rid, stored);
+        encode_search(&self.settings, Some(cookie.as_bytes()), &mut out)?;
+        let mut machine = SyncMachine::new(self.settings.mode, stored, full);
         conn.send_encoded(&out).await?;
         self.status.set_state(ConsumerState::Refreshing);
         let mut pending = Pending::default();
         loop {
             let pdu = conn.next_pdu().await?;
             let event = decode_event(pdu)?;
+            tracing::debug!(rid = self.settings.rid, event = %event.summary(), "replication: from the provider");
             let mut commit = false;
             let mut finished = false;
             for action in machine.handle(event)? {

@@ -321,9 +321,15 @@ mod tests {
     }
 
     fn csn() -> impl Strategy<Value = Csn> {
-        (0u64..99_999_999_999_999, 0u32..1_000_000, 0u32..0xffffff, 0u16..=MAX_SID).prop_map(
-            |(t, us, n, sid)| Csn::parse(&format!("{t:014}.{us:06}Z#{n:06x}#{sid:03x}#000000")).unwrap(),
+        (
+            0u64..99_999_999_999_999,
+            0u32..1_000_000,
+            0u32..0xffffff,
+            0u16..=MAX_SID,
         )
+            .prop_map(|(t, us, n, sid)| {
+                Csn::parse(&format!("{t:014}.{us:06}Z#{n:06x}#{sid:03x}#000000")).unwrap()
+            })
     }
 
     proptest! {

@@ -18,7 +18,11 @@
 //!    control or a newcookie message) is stored with the changes received before it.
 //! 4. **Done**: in refreshOnly, a SearchResultDone with Sync Done ends the refresh as in 2
 //!    (refreshDeletes FALSE: the refresh was a present phase) and the search
-//!    ([`Action::Finished`]). `e-syncRefreshRequired` (4096) is
+//!    ([`Action::Finished`]).
+//! 5. **A full refresh** (the search sent a cookie without CSN: the first one, or after
+//!    `e-syncRefreshRequired`): the provider sends every entry it holds, and ends with
+//!    whichever phase it likes (slapd says refreshDeletes); the end of the refresh is
+//!    always the end of a present phase, so local entries it did not mention are deleted. `e-syncRefreshRequired` (4096) is
 //!    [`SyncError::RefreshRequired`]; any other failure, or the end of a persistent
 //!    search, ends the session with an error.
 //!
@@ -57,7 +61,7 @@ pub enum Action {
 #[derive(Debug)]
 pub struct SyncMachine {
     mode: ReplicationMode,
-    rid: u16,
+    full: bool,
     in_refresh: bool,
     present: Present,
     received: CsnSet,
@@ -65,11 +69,12 @@ pub struct SyncMachine {
 }
 
 impl SyncMachine {
-    /// A search of a consumer in `mode` whose stored cookie has `stored`.
-    pub fn new(mode: ReplicationMode, rid: u16, stored: CsnSet) -> SyncMachine {
+    /// A search of a consumer in `mode` whose stored cookie has `stored`; `full` when the
+    /// search was sent without a CSN (a full refresh: see the module documentation).
+    pub fn new(mode: ReplicationMode, stored: CsnSet, full: bool) -> SyncMachine {
         SyncMachine {
             mode,
-            rid,
+            full,
             in_refresh: true,
             present: Present::default(),
             received: stored.clone(),
@@ -95,11 +100,9 @@ impl SyncMachine {
 
     fn note_cookie(&mut self, cookie: Option<&[u8]>) -> Result<(), SyncError> {
         let Some(c) = cookie else { return Ok(()) };
+        // The connection carries one search: whatever its `rid` (slapd echoes the one sent,
+        // 000 when none was), the cookie is about it.
         let c = Cookie::parse(c)?;
-        // A cookie of another replica ID is not about this search.
-        if c.rid.is_some_and(|r| r != self.rid) {
-            return Ok(());
-        }
         self.received.merge(&c.csns);
         Ok(())
     }
@@ -117,6 +120,12 @@ impl SyncMachine {
     }
 
     fn end_refresh(&mut self, out: &mut Vec<Action>) {
+        if self.full {
+            // A full refresh sent every entry the provider holds: whatever it says about
+            // the last phase (slapd ends one with refreshDeletes), what it did not
+            // mention is gone.
+            self.end_present_phase(out);
+        }
         self.in_refresh = false;
         self.present = Present::default();
         out.push(Action::Commit);
@@ -162,17 +171,24 @@ impl SyncMachine {
             Info::RefreshPresent { cookie, done } => {
                 self.note_cookie(cookie.as_deref())?;
                 if self.in_refresh {
-                    self.end_present_phase(out);
-                    if done {
+                    if done && self.full {
                         self.end_refresh(out);
+                    } else {
+                        self.end_present_phase(out);
+                        if done {
+                            self.end_refresh(out);
+                        }
                     }
                 }
             }
             Info::RefreshDelete { cookie, done } => {
                 self.note_cookie(cookie.as_deref())?;
                 if self.in_refresh {
-                    // A present phase may follow: it mentions everything it keeps anew.
-                    self.present = Present::default();
+                    // A present phase may follow: it mentions everything it keeps anew
+                    // (a full refresh keeps its list: every entry it sent is mentioned).
+                    if !self.full {
+                        self.present = Present::default();
+                    }
                     if done {
                         self.end_refresh(out);
                     }
@@ -211,11 +227,13 @@ impl SyncMachine {
             });
         }
         if self.mode == ReplicationMode::RefreshAndPersist {
-            return Err(SyncError::Protocol("the provider ended the persistent search".into()));
+            return Err(SyncError::Protocol(
+                "the provider ended the persistent search".into(),
+            ));
         }
         self.note_cookie(done.cookie.as_deref())?;
         if self.in_refresh {
-            if !done.refresh_deletes {
+            if !done.refresh_deletes && !self.full {
                 self.end_present_phase(out);
             }
             self.end_refresh(out);
@@ -261,20 +279,36 @@ mod tests {
 
     #[test]
     fn refresh_and_persist_with_a_present_phase() {
-        let mut m = SyncMachine::new(ReplicationMode::RefreshAndPersist, 1, CsnSet::default());
-        let a = handle(&mut m, &entry_pdu(SyncStateKind::Add, &[1; 16], "cn=a,dc=x", &[("cn", &["a"])], None));
+        let mut m = SyncMachine::new(ReplicationMode::RefreshAndPersist, CsnSet::default(), false);
+        let a = handle(
+            &mut m,
+            &entry_pdu(SyncStateKind::Add, &[1; 16], "cn=a,dc=x", &[("cn", &["a"])], None),
+        );
         assert_eq!(kinds(&a), ["put"]);
-        assert!(handle(&mut m, &entry_pdu(SyncStateKind::Present, &[2; 16], "cn=b,dc=x", &[], None)).is_empty());
+        assert!(handle(
+            &mut m,
+            &entry_pdu(SyncStateKind::Present, &[2; 16], "cn=b,dc=x", &[], None)
+        )
+        .is_empty());
         let ids: [&[u8]; 1] = [&[3; 16]];
-        let set = SyncInfo::SyncIdSet { cookie: None, refresh_deletes: false, uuids: SeqOf::from_items(&ids) };
+        let set = SyncInfo::SyncIdSet {
+            cookie: None,
+            refresh_deletes: false,
+            uuids: SeqOf::from_items(&ids),
+        };
         assert!(handle(&mut m, &info_pdu(&set)).is_empty());
         // No cookie is stored while the refresh runs.
         assert_eq!(m.cookie_to_store(), None);
         let cookie = format!("rid=001,csn={C1}");
-        let end = SyncInfo::RefreshPresent { cookie: Some(cookie.as_bytes()), refresh_done: true };
+        let end = SyncInfo::RefreshPresent {
+            cookie: Some(cookie.as_bytes()),
+            refresh_done: true,
+        };
         let a = handle(&mut m, &info_pdu(&end));
         assert_eq!(kinds(&a), ["unmentioned", "commit", "refreshed"]);
-        let Action::DeleteUnmentioned(p) = &a[0] else { panic!() };
+        let Action::DeleteUnmentioned(p) = &a[0] else {
+            panic!()
+        };
         assert_eq!(p.len(), 3);
         assert!(p.is_mentioned(&[1; 16]) && p.is_mentioned(&[2; 16]) && p.is_mentioned(&[3; 16]));
         assert_eq!(m.cookie_to_store(), Some(csns(&[C1])));
@@ -284,11 +318,20 @@ mod tests {
         let cookie = format!("rid=001,csn={C2}");
         let a = handle(
             &mut m,
-            &entry_pdu(SyncStateKind::Modify, &[1; 16], "cn=a,dc=x", &[("cn", &["a"])], Some(&cookie)),
+            &entry_pdu(
+                SyncStateKind::Modify,
+                &[1; 16],
+                "cn=a,dc=x",
+                &[("cn", &["a"])],
+                Some(&cookie),
+            ),
         );
         assert_eq!(kinds(&a), ["put", "commit"]);
         assert_eq!(m.cookie_to_store(), Some(csns(&[C2])));
-        let a = handle(&mut m, &entry_pdu(SyncStateKind::Delete, &[1; 16], "cn=a,dc=x", &[], None));
+        let a = handle(
+            &mut m,
+            &entry_pdu(SyncStateKind::Delete, &[1; 16], "cn=a,dc=x", &[], None),
+        );
         assert_eq!(kinds(&a), ["delete"]);
         // An older cookie never moves the set back.
         let old = format!("rid=001,csn={C1}");
@@ -296,16 +339,25 @@ mod tests {
         assert_eq!(kinds(&a), ["commit"]);
         assert_eq!(m.cookie_to_store(), Some(csns(&[C2])));
         // The end of a persistent search is an error (the consumer reconnects).
-        assert!(m.handle(decode_event(&done_pdu(ResultCode::SUCCESS, None)).unwrap()).is_err());
+        assert!(m
+            .handle(decode_event(&done_pdu(ResultCode::SUCCESS, None)).unwrap())
+            .is_err());
     }
 
     #[test]
     fn a_delete_phase_deletes_what_it_lists_and_nothing_else() {
-        let mut m = SyncMachine::new(ReplicationMode::RefreshAndPersist, 1, csns(&[C1]));
+        let mut m = SyncMachine::new(ReplicationMode::RefreshAndPersist, csns(&[C1]), false);
         let ids: [&[u8]; 2] = [&[4; 16], &[5; 16]];
-        let set = SyncInfo::SyncIdSet { cookie: None, refresh_deletes: true, uuids: SeqOf::from_items(&ids) };
+        let set = SyncInfo::SyncIdSet {
+            cookie: None,
+            refresh_deletes: true,
+            uuids: SeqOf::from_items(&ids),
+        };
         assert_eq!(kinds(&handle(&mut m, &info_pdu(&set))), ["delete", "delete"]);
-        let end = SyncInfo::RefreshDelete { cookie: None, refresh_done: true };
+        let end = SyncInfo::RefreshDelete {
+            cookie: None,
+            refresh_done: true,
+        };
         assert_eq!(kinds(&handle(&mut m, &info_pdu(&end))), ["commit", "refreshed"]);
         // Nothing newer than the stored cookie was received.
         assert_eq!(m.cookie_to_store(), None);
@@ -318,29 +370,90 @@ mod tests {
             (false, vec!["unmentioned", "commit", "finished"]),
             (true, vec!["commit", "finished"]),
         ] {
-            let mut m = SyncMachine::new(ReplicationMode::RefreshOnly, 2, csns(&[C1]));
-            handle(&mut m, &entry_pdu(SyncStateKind::Add, &[1; 16], "cn=a,dc=x", &[("cn", &["a"])], None));
-            let d = SyncDone { cookie: Some(cookie.as_bytes()), refresh_deletes };
-            assert_eq!(kinds(&handle(&mut m, &done_pdu(ResultCode::SUCCESS, Some(d)))), want);
+            let mut m = SyncMachine::new(ReplicationMode::RefreshOnly, csns(&[C1]), false);
+            handle(
+                &mut m,
+                &entry_pdu(SyncStateKind::Add, &[1; 16], "cn=a,dc=x", &[("cn", &["a"])], None),
+            );
+            let d = SyncDone {
+                cookie: Some(cookie.as_bytes()),
+                refresh_deletes,
+            };
+            assert_eq!(
+                kinds(&handle(&mut m, &done_pdu(ResultCode::SUCCESS, Some(d)))),
+                want
+            );
             assert_eq!(m.cookie_to_store(), Some(csns(&[C2])));
         }
-        // A cookie of another replica is not taken.
-        let mut m = SyncMachine::new(ReplicationMode::RefreshOnly, 2, CsnSet::default());
-        let other = format!("rid=003,csn={C2}");
-        let d = SyncDone { cookie: Some(other.as_bytes()), refresh_deletes: true };
+        // slapd echoes `rid=000` to a search sent without a cookie: the cookie is taken.
+        let mut m = SyncMachine::new(ReplicationMode::RefreshOnly, CsnSet::default(), false);
+        let other = format!("rid=000,csn={C2}");
+        let d = SyncDone {
+            cookie: Some(other.as_bytes()),
+            refresh_deletes: true,
+        };
         handle(&mut m, &done_pdu(ResultCode::SUCCESS, Some(d)));
-        assert_eq!(m.cookie_to_store(), None);
+        assert_eq!(m.cookie_to_store(), Some(csns(&[C2])));
+    }
+
+    #[test]
+    fn a_full_refresh_ends_with_a_present_phase_whatever_the_provider_says() {
+        let cookie = format!("rid=001,csn={C1}");
+        let d = SyncDone {
+            cookie: Some(cookie.as_bytes()),
+            refresh_deletes: true,
+        };
+        let mut m = SyncMachine::new(ReplicationMode::RefreshOnly, CsnSet::default(), true);
+        handle(
+            &mut m,
+            &entry_pdu(SyncStateKind::Add, &[1; 16], "cn=a,dc=x", &[("cn", &["a"])], None),
+        );
+        assert_eq!(
+            kinds(&handle(&mut m, &done_pdu(ResultCode::SUCCESS, Some(d)))),
+            ["unmentioned", "commit", "finished"]
+        );
+        for end in [
+            SyncInfo::RefreshDelete {
+                cookie: Some(cookie.as_bytes()),
+                refresh_done: true,
+            },
+            SyncInfo::RefreshPresent {
+                cookie: Some(cookie.as_bytes()),
+                refresh_done: true,
+            },
+        ] {
+            let mut m = SyncMachine::new(ReplicationMode::RefreshAndPersist, CsnSet::default(), true);
+            handle(
+                &mut m,
+                &entry_pdu(SyncStateKind::Add, &[1; 16], "cn=a,dc=x", &[("cn", &["a"])], None),
+            );
+            let a = handle(&mut m, &info_pdu(&end));
+            assert_eq!(kinds(&a), ["unmentioned", "commit", "refreshed"]);
+            let Action::DeleteUnmentioned(p) = &a[0] else {
+                panic!()
+            };
+            assert!(p.is_mentioned(&[1; 16]));
+        }
     }
 
     #[test]
     fn failures_end_the_search() {
-        let mut m = SyncMachine::new(ReplicationMode::RefreshOnly, 2, CsnSet::default());
+        let mut m = SyncMachine::new(ReplicationMode::RefreshOnly, CsnSet::default(), false);
         let e = m.handle(decode_event(&done_pdu(ResultCode::E_SYNC_REFRESH_REQUIRED, None)).unwrap());
         assert!(matches!(e, Err(SyncError::RefreshRequired)));
         let e = m.handle(decode_event(&done_pdu(ResultCode::INSUFFICIENT_ACCESS_RIGHTS, None)).unwrap());
         assert!(matches!(e, Err(SyncError::Refused { .. })));
         // A malformed cookie is an error, not a guess.
-        let bad = entry_pdu(SyncStateKind::Add, &[1; 16], "cn=a", &[], Some("rid=001,csn=garbage"));
-        assert!(matches!(m.handle(decode_event(&bad).unwrap()), Err(SyncError::Cookie(_))));
+        let bad = entry_pdu(
+            SyncStateKind::Add,
+            &[1; 16],
+            "cn=a",
+            &[],
+            Some("rid=001,csn=garbage"),
+        );
+        assert!(matches!(
+            m.handle(decode_event(&bad).unwrap()),
+            Err(SyncError::Cookie(_))
+        ));
     }
 }

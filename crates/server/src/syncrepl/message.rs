@@ -16,7 +16,9 @@
 //! Nothing here panics on any input: the codec validates every PDU and control before the
 //! values are read.
 
-use larch_proto::controls::{Control, ControlValue, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState, SyncStateKind};
+use larch_proto::controls::{
+    Control, ControlValue, SyncDone, SyncInfo, SyncMode, SyncRequest, SyncState, SyncStateKind,
+};
 use larch_proto::{
     exop, DerefAliases, LdapMessage, OwnedFilter, ProtocolOp, ResultCode, SearchRequest, SearchScope, SeqOf,
 };
@@ -103,6 +105,50 @@ pub enum Event {
     Ignored,
 }
 
+impl Event {
+    /// A line for the error log at debug level: the kind, states, UUID counts, cookies.
+    pub fn summary(&self) -> String {
+        let text = |c: &Option<Vec<u8>>| {
+            c.as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default()
+                .into_owned()
+        };
+        match self {
+            Event::Entry(e) => format!(
+                "entry {:?} {} `{}` cookie `{}`",
+                e.state,
+                super::present::uuid_to_text(&e.uuid),
+                String::from_utf8_lossy(&e.dn),
+                text(&e.cookie)
+            ),
+            Event::Info(Info::NewCookie(c)) => format!("newcookie `{}`", String::from_utf8_lossy(c)),
+            Event::Info(Info::RefreshDelete { cookie, done }) => {
+                format!("refreshDelete done={done} cookie `{}`", text(cookie))
+            }
+            Event::Info(Info::RefreshPresent { cookie, done }) => {
+                format!("refreshPresent done={done} cookie `{}`", text(cookie))
+            }
+            Event::Info(Info::IdSet {
+                cookie,
+                refresh_deletes,
+                uuids,
+            }) => format!(
+                "syncIdSet refreshDeletes={refresh_deletes} {} UUIDs cookie `{}`",
+                uuids.len(),
+                text(cookie)
+            ),
+            Event::Done(d) => format!(
+                "done {} refreshDeletes={} cookie `{}`",
+                d.code.0,
+                d.refresh_deletes,
+                text(&d.cookie)
+            ),
+            Event::Ignored => "ignored".to_string(),
+        }
+    }
+}
+
 fn protocol(what: impl Into<String>) -> SyncError {
     SyncError::Protocol(what.into())
 }
@@ -120,7 +166,11 @@ pub fn decode_event(pdu: &[u8]) -> Result<Event, SyncError> {
         if let ProtocolOp::ExtendedResponse(r) = msg.op {
             let notice = r.name == Some(exop::NOTICE_OF_DISCONNECTION.as_bytes());
             return Err(SyncError::Refused {
-                what: if notice { "connection (notice of disconnection)" } else { "connection" },
+                what: if notice {
+                    "connection (notice of disconnection)"
+                } else {
+                    "connection"
+                },
                 code: r.result.code,
                 message: String::from_utf8_lossy(r.result.diagnostic_message).into_owned(),
             });
@@ -143,7 +193,12 @@ pub fn decode_event(pdu: &[u8]) -> Result<Event, SyncError> {
             let attributes = e
                 .attributes
                 .iter()
-                .map(|a| (a.description.to_vec(), a.values.iter().map(<[u8]>::to_vec).collect()))
+                .map(|a| {
+                    (
+                        a.description.to_vec(),
+                        a.values.iter().map(<[u8]>::to_vec).collect(),
+                    )
+                })
                 .collect();
             Ok(Event::Entry(EntryEvent {
                 state: s.state,
@@ -154,7 +209,9 @@ pub fn decode_event(pdu: &[u8]) -> Result<Event, SyncError> {
             }))
         }
         ProtocolOp::IntermediateResponse(r) if r.name == Some(SYNC_INFO_OID.as_bytes()) => {
-            let value = r.value.ok_or_else(|| protocol("a Sync Info message without a value"))?;
+            let value = r
+                .value
+                .ok_or_else(|| protocol("a Sync Info message without a value"))?;
             let info = SyncInfo::decode(value).map_err(|e| protocol(format!("Sync Info: {e}")))?;
             let owned = |c: Option<&[u8]>| c.map(<[u8]>::to_vec);
             Ok(Event::Info(match info {
@@ -191,13 +248,20 @@ pub fn decode_event(pdu: &[u8]) -> Result<Event, SyncError> {
             }))
         }
         ProtocolOp::SearchResultReference(_) | ProtocolOp::IntermediateResponse(_) => Ok(Event::Ignored),
-        other => Err(protocol(format!("a {} in answer to the sync search", other.name()))),
+        other => Err(protocol(format!(
+            "a {} in answer to the sync search",
+            other.name()
+        ))),
     }
 }
 
 /// Encodes the sync search of `s` into `out`: base, scope, filter and attributes of the
 /// table, no size or time limit, the Sync Request control (critical) with `cookie`.
-pub fn encode_search(s: &ReplicationSettings, cookie: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), SyncError> {
+pub fn encode_search(
+    s: &ReplicationSettings,
+    cookie: Option<&[u8]>,
+    out: &mut Vec<u8>,
+) -> Result<(), SyncError> {
     let filter = OwnedFilter::parse(&s.filter).map_err(|e| protocol(format!("filter {}: {e}", s.filter)))?;
     let attributes: Vec<&[u8]> = s.attributes.iter().map(|a| a.as_bytes()).collect();
     let req = SearchRequest {
@@ -233,11 +297,22 @@ pub fn encode_search(s: &ReplicationSettings, cookie: Option<&[u8]>, out: &mut V
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use larch_proto::{ExtendedResponse, IntermediateResponse, LdapResult, PartialAttribute, SearchResultEntry};
+    use larch_proto::{
+        ExtendedResponse, IntermediateResponse, LdapResult, PartialAttribute, SearchResultEntry,
+    };
 
     /// The PDU of a SearchResultEntry with a Sync State control.
-    pub(crate) fn entry_pdu(state: SyncStateKind, uuid: &[u8], dn: &str, attrs: &[(&str, &[&str])], cookie: Option<&str>) -> Vec<u8> {
-        let values: Vec<Vec<&[u8]>> = attrs.iter().map(|(_, v)| v.iter().map(|s| s.as_bytes()).collect()).collect();
+    pub(crate) fn entry_pdu(
+        state: SyncStateKind,
+        uuid: &[u8],
+        dn: &str,
+        attrs: &[(&str, &[&str])],
+        cookie: Option<&str>,
+    ) -> Vec<u8> {
+        let values: Vec<Vec<&[u8]>> = attrs
+            .iter()
+            .map(|(_, v)| v.iter().map(|s| s.as_bytes()).collect())
+            .collect();
         let list: Vec<PartialAttribute<'_>> = attrs
             .iter()
             .zip(&values)
@@ -284,7 +359,10 @@ pub(crate) mod tests {
             Some(d) => vec![Control::typed(d, false, &mut value)],
             None => Vec::new(),
         };
-        let mut msg = LdapMessage::new(SEARCH_ID, ProtocolOp::SearchResultDone(LdapResult::new(code, b"", b"why")));
+        let mut msg = LdapMessage::new(
+            SEARCH_ID,
+            ProtocolOp::SearchResultDone(LdapResult::new(code, b"", b"why")),
+        );
         if !controls.is_empty() {
             msg.controls = Some(SeqOf::from_items(&controls));
         }
@@ -305,13 +383,17 @@ pub(crate) mod tests {
             &[("cn", &["a"]), ("objectClass", &["top", "person"])],
             Some("rid=001,csn=x"),
         );
-        let Event::Entry(e) = decode_event(&pdu).unwrap() else { panic!() };
+        let Event::Entry(e) = decode_event(&pdu).unwrap() else {
+            panic!()
+        };
         assert_eq!((e.state, e.uuid), (SyncStateKind::Add, U1));
         assert_eq!(e.dn, b"cn=a,dc=example,dc=com");
         assert_eq!(e.attributes[1].1, [b"top".to_vec(), b"person".to_vec()]);
         assert_eq!(e.cookie.as_deref(), Some(&b"rid=001,csn=x"[..]));
         let pdu = entry_pdu(SyncStateKind::Delete, &U2, "cn=b,dc=example,dc=com", &[], None);
-        let Event::Entry(e) = decode_event(&pdu).unwrap() else { panic!() };
+        let Event::Entry(e) = decode_event(&pdu).unwrap() else {
+            panic!()
+        };
         assert_eq!((e.state, e.uuid, e.cookie), (SyncStateKind::Delete, U2, None));
     }
 
@@ -321,16 +403,36 @@ pub(crate) mod tests {
         let cases = [
             (SyncInfo::NewCookie(b"c1"), Info::NewCookie(b"c1".to_vec())),
             (
-                SyncInfo::RefreshDelete { cookie: None, refresh_done: true },
-                Info::RefreshDelete { cookie: None, done: true },
+                SyncInfo::RefreshDelete {
+                    cookie: None,
+                    refresh_done: true,
+                },
+                Info::RefreshDelete {
+                    cookie: None,
+                    done: true,
+                },
             ),
             (
-                SyncInfo::RefreshPresent { cookie: Some(b"c2"), refresh_done: false },
-                Info::RefreshPresent { cookie: Some(b"c2".to_vec()), done: false },
+                SyncInfo::RefreshPresent {
+                    cookie: Some(b"c2"),
+                    refresh_done: false,
+                },
+                Info::RefreshPresent {
+                    cookie: Some(b"c2".to_vec()),
+                    done: false,
+                },
             ),
             (
-                SyncInfo::SyncIdSet { cookie: None, refresh_deletes: true, uuids: SeqOf::from_items(&uuids) },
-                Info::IdSet { cookie: None, refresh_deletes: true, uuids: vec![U1, U2] },
+                SyncInfo::SyncIdSet {
+                    cookie: None,
+                    refresh_deletes: true,
+                    uuids: SeqOf::from_items(&uuids),
+                },
+                Info::IdSet {
+                    cookie: None,
+                    refresh_deletes: true,
+                    uuids: vec![U1, U2],
+                },
             ),
         ];
         for (wire, want) in cases {
@@ -340,19 +442,34 @@ pub(crate) mod tests {
 
     #[test]
     fn the_end_of_the_search() {
-        let d = SyncDone { cookie: Some(b"c3"), refresh_deletes: true };
-        let Event::Done(done) = decode_event(&done_pdu(ResultCode::SUCCESS, Some(d))).unwrap() else { panic!() };
-        assert_eq!((done.code, done.cookie.as_deref(), done.refresh_deletes), (ResultCode::SUCCESS, Some(&b"c3"[..]), true));
-        let Event::Done(done) = decode_event(&done_pdu(ResultCode::E_SYNC_REFRESH_REQUIRED, None)).unwrap() else {
+        let d = SyncDone {
+            cookie: Some(b"c3"),
+            refresh_deletes: true,
+        };
+        let Event::Done(done) = decode_event(&done_pdu(ResultCode::SUCCESS, Some(d))).unwrap() else {
             panic!()
         };
-        assert_eq!((done.code, done.cookie, done.refresh_deletes), (ResultCode::E_SYNC_REFRESH_REQUIRED, None, false));
+        assert_eq!(
+            (done.code, done.cookie.as_deref(), done.refresh_deletes),
+            (ResultCode::SUCCESS, Some(&b"c3"[..]), true)
+        );
+        let Event::Done(done) = decode_event(&done_pdu(ResultCode::E_SYNC_REFRESH_REQUIRED, None)).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (done.code, done.cookie, done.refresh_deletes),
+            (ResultCode::E_SYNC_REFRESH_REQUIRED, None, false)
+        );
     }
 
     #[test]
     fn what_is_refused() {
         // An entry without a Sync State control.
-        let entry = SearchResultEntry { object_name: b"cn=a", attributes: SeqOf::from_items(&[]) };
+        let entry = SearchResultEntry {
+            object_name: b"cn=a",
+            attributes: SeqOf::from_items(&[]),
+        };
         let mut pdu = Vec::new();
         LdapMessage::new(SEARCH_ID, ProtocolOp::SearchResultEntry(entry)).encode(&mut pdu);
         assert!(matches!(decode_event(&pdu), Err(SyncError::Protocol(_))));
@@ -392,12 +509,17 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         encode_search(&s, Some(b"rid=001,csn=y"), &mut out).unwrap();
         let msg = LdapMessage::decode(&out).unwrap();
-        let ProtocolOp::SearchRequest(req) = msg.op else { panic!() };
+        let ProtocolOp::SearchRequest(req) = msg.op else {
+            panic!()
+        };
         assert_eq!(req.base, b"dc=example,dc=com");
         assert_eq!(req.attributes.iter().collect::<Vec<_>>(), [&b"*"[..], b"+"]);
         let c = msg.controls().iter().next().unwrap();
         assert!(c.critical);
         let r = SyncRequest::from_control(&c).unwrap();
-        assert_eq!((r.mode, r.cookie), (SyncMode::RefreshAndPersist, Some(&b"rid=001,csn=y"[..])));
+        assert_eq!(
+            (r.mode, r.cookie),
+            (SyncMode::RefreshAndPersist, Some(&b"rid=001,csn=y"[..]))
+        );
     }
 }

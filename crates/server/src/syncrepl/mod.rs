@@ -84,7 +84,11 @@ pub struct Replication {
 
 impl Replication {
     /// Step 1 of the module documentation.
-    pub fn configured(config: &ServerConfig, schema: &Schema, suffixes: &[NormDn]) -> Result<Replication, ConfigError> {
+    pub fn configured(
+        config: &ServerConfig,
+        schema: &Schema,
+        suffixes: &[NormDn],
+    ) -> Result<Replication, ConfigError> {
         let mut consumers = Vec::with_capacity(config.replication.len());
         for (i, s) in config.replication.iter().enumerate() {
             let base = s

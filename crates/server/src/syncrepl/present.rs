@@ -93,7 +93,13 @@ impl Present {
         for id in in_scope.into_iter().rev() {
             let uuid = version
                 .entry(id)
-                .and_then(|e| e.attrs().attribute(uuid_type).flat_map(|a| a.values.iter()).next().map(<[u8]>::to_vec))
+                .and_then(|e| {
+                    e.attrs()
+                        .attribute(uuid_type)
+                        .flat_map(|a| a.values.iter())
+                        .next()
+                        .map(<[u8]>::to_vec)
+                })
                 .and_then(|text| uuid_from_text(&text));
             if uuid.is_some_and(|u| self.is_mentioned(&u)) {
                 continue;

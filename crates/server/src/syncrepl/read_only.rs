@@ -23,7 +23,10 @@ use crate::lookup::referral::percent_escape;
 pub fn refuse_write(replication: &Replication, dn: Option<&NormDn>, dn_text: &str) -> Option<OpError> {
     let dn = dn?;
     let consumer = replication.consumers.iter().find(|c| dn.is_within(&c.base))?;
-    Some(OpError::referral("", vec![referral_url(&consumer.referral, dn_text)]))
+    Some(OpError::referral(
+        "",
+        vec![referral_url(&consumer.referral, dn_text)],
+    ))
 }
 
 /// [`refuse_write`] for a DN as the client wrote it, normalized through `schema` only when
@@ -38,15 +41,26 @@ pub fn refuse_write_text(replication: &Replication, schema: &Schema, dn_text: &[
 
 /// The referral for a ModifyDN moving entry `dn_text` under `new_superior` when that lies in
 /// a replicated subtree (the URL names the entry, as for any write).
-pub fn refuse_move(replication: &Replication, schema: &Schema, new_superior: &[u8], dn_text: &[u8]) -> Option<OpError> {
+pub fn refuse_move(
+    replication: &Replication,
+    schema: &Schema,
+    new_superior: &[u8],
+    dn_text: &[u8],
+) -> Option<OpError> {
     if replication.is_empty() {
         return None;
     }
     let superior = NormDn::from_text(new_superior, schema).ok()?;
-    let consumer = replication.consumers.iter().find(|c| superior.is_within(&c.base))?;
+    let consumer = replication
+        .consumers
+        .iter()
+        .find(|c| superior.is_within(&c.base))?;
     Some(OpError::referral(
         "",
-        vec![referral_url(&consumer.referral, &String::from_utf8_lossy(dn_text))],
+        vec![referral_url(
+            &consumer.referral,
+            &String::from_utf8_lossy(dn_text),
+        )],
     ))
 }
 

@@ -217,7 +217,10 @@ mod tests {
         s.applied(2, None);
         let v = s.view();
         assert_eq!((v.state, v.changes_applied), (ConsumerState::Refreshing, 7));
-        assert_eq!(v.last_csn.as_deref(), Some("20261127021024.123456Z#000000#000#000000"));
+        assert_eq!(
+            v.last_csn.as_deref(),
+            Some("20261127021024.123456Z#000000#000#000000")
+        );
         s.failed(&"x".repeat(5000), Some(Duration::from_secs(5)));
         let v = s.view();
         assert_eq!(v.state, ConsumerState::WaitingToRetry);
