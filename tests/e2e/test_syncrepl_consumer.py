@@ -278,6 +278,10 @@ def test_a_client_write_to_the_replica_is_referred_to_the_provider(pair):
         op()
         ldaputil.assert_result(r, "referral")
         assert r.result["referrals"][0].startswith(p.provider.url + "/cn=p00001,"), r.result
+    # Password Modify too.
+    r.extend.standard.modify_password(f"cn=p00002,ou=people,{BASE}", new_password="changed-Pw-1")
+    ldaputil.assert_result(r, "referral")
+    assert r.result["referrals"][0].startswith(p.provider.url + "/cn=p00002,"), r.result
     # Reads are served.
     _, entries = ldaputil.search_entries(r, f"cn=p00001,ou=people,{BASE}", scope=ldap3.BASE)
     assert len(entries) == 1

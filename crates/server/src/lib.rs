@@ -37,8 +37,8 @@
 //!    operation is answered and ends;
 //! 4. `select`, `lookup`, `groups`, `uniqueness`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`,
-//!    `syncrepl`: what the directory holds;
+//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`, `syncrepl`:
+//!    what the directory holds;
 //! 7. `directory`: the shared state;
 //! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
 //!    operations;

@@ -89,6 +89,7 @@ fn documented_defaults_are_the_defaults() {
     assert_eq!(
         sections,
         [
+            "[replication]",
             "access_log",
             "audit_log",
             "bind_throttle",
@@ -100,7 +101,6 @@ fn documented_defaults_are_the_defaults() {
             "monitor",
             "password",
             "password_policy",
-            "[replication]",
             "sasl",
             "schema",
             "security",
@@ -832,10 +832,7 @@ fn replication_tables_take_the_documented_defaults() {
 #[test]
 fn replication_tables_are_refused_naming_the_key() {
     for (text, key) in [
-        (
-            replica("rid = 2\n").replace("rid = 1\n", ""),
-            "replication[0].rid",
-        ),
+        (replica("").replace("rid = 1\n", ""), "replication[0].rid"),
         (replica("").replace("rid = 1", "rid = 1000"), "replication[0].rid"),
         (
             replica("").replace("ldap://provider.example:389", "http://x"),

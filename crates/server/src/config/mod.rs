@@ -1147,8 +1147,25 @@ fn key_at(text: &str, offset: usize) -> String {
         .find('\n')
         .map_or(text.len(), |i| before.len() + i);
     let mut key: Option<&str> = None;
-    for line in text[..line_end].lines().rev() {
+    let lines: Vec<&str> = text[..line_end].lines().collect();
+    for (n, line) in lines.iter().enumerate().rev() {
         let t = line.trim();
+        if let Some(header) = t.strip_prefix("[[") {
+            // An array of tables: `name[i]`, i counting the same headers before this one.
+            let name = header.split(']').next().unwrap_or("").trim().trim_matches('"');
+            let i = lines[..n]
+                .iter()
+                .filter(|l| {
+                    l.trim()
+                        .strip_prefix("[[")
+                        .is_some_and(|h| h.split(']').next().unwrap_or("").trim().trim_matches('"') == name)
+                })
+                .count();
+            return match key {
+                Some(k) => format!("{name}[{i}].{k}"),
+                None => format!("{name}[{i}]"),
+            };
+        }
         if let Some(header) = t.strip_prefix('[') {
             let name = header.split(']').next().unwrap_or("").trim().trim_matches('"');
             return match key {

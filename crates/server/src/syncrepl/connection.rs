@@ -350,3 +350,87 @@ async fn connect(host: &str, port: u16) -> Result<TcpStream, SyncError> {
         last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use larch_proto::{DelRequest, LdapMessage};
+    use tokio::io::AsyncWriteExt;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn pdus_are_framed_across_reads_and_bursts() {
+        runtime().block_on(async {
+            let (ours, mut theirs) = tokio::io::duplex(64);
+            let mut conn = Connection::over(Box::new(ours), 1024);
+            let mut wire = Vec::new();
+            for id in 1..=3 {
+                LdapMessage::new(
+                    id,
+                    ProtocolOp::DelRequest(DelRequest {
+                        dn: b"cn=a,dc=example,dc=com",
+                    }),
+                )
+                .encode(&mut wire);
+            }
+            let writer = tokio::spawn(async move {
+                // A byte at a time, then the connection closes.
+                for b in wire {
+                    theirs.write_all(&[b]).await.unwrap();
+                }
+            });
+            for id in 1..=3 {
+                let pdu = conn.next_pdu().await.unwrap().to_vec();
+                assert_eq!(LdapMessage::decode(&pdu).unwrap().message_id, id);
+            }
+            writer.await.unwrap();
+            assert!(matches!(conn.next_pdu().await, Err(SyncError::Closed)));
+        });
+    }
+
+    #[test]
+    fn a_message_over_the_limit_is_refused_from_its_header() {
+        runtime().block_on(async {
+            let (ours, mut theirs) = tokio::io::duplex(1024);
+            let mut conn = Connection::over(Box::new(ours), 8 * 1024 * 1024);
+            // A SEQUENCE declaring 100 MB: refused after six octets, nothing else read.
+            theirs
+                .write_all(&[0x30, 0x84, 0x06, 0x40, 0x00, 0x00])
+                .await
+                .unwrap();
+            assert!(matches!(conn.next_pdu().await, Err(SyncError::TooLarge { .. })));
+            assert!(conn.rbuf.len() <= READ_CHUNK);
+            // Octets that are no LDAPMessage at all.
+            let (ours, mut theirs) = tokio::io::duplex(1024);
+            let mut conn = Connection::over(Box::new(ours), 1024);
+            theirs.write_all(&[0x04, 0x01, 0x00]).await.unwrap();
+            assert!(conn.next_pdu().await.is_err());
+        });
+    }
+
+    #[test]
+    fn the_password_comes_from_the_file_first_line() {
+        let dir = std::env::temp_dir().join(format!("larch-syncrepl-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pw");
+        std::fs::write(&file, "s3cret\nignored\n").unwrap();
+        let text = format!(
+            "[[replication]]\nrid = 1\nprovider = \"ldap://p\"\nbind_dn = \"cn=r\"\ncredentials_file = \"{}\"\nbase = \"dc=example,dc=com\"\n",
+            file.display()
+        );
+        let s = crate::config::ServerConfig::from_toml_str(&text)
+            .unwrap()
+            .replication
+            .remove(0);
+        assert_eq!(password(&s).unwrap(), "s3cret");
+        std::fs::remove_file(&file).unwrap();
+        assert!(matches!(password(&s), Err(SyncError::Credentials { .. })));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
