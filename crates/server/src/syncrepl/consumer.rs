@@ -252,3 +252,172 @@ impl std::fmt::Debug for Consumer {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerConfig;
+    use crate::opattrs::OperationalTypes;
+    use crate::syncrepl::message::tests::{done_pdu, entry_pdu};
+    use crate::syncrepl::message::SEARCH_ID;
+    use larch_model::dn::NormDn;
+    use larch_model::schema::Schema;
+    use larch_proto::controls::{ControlValue, SyncDone, SyncRequest, SyncStateKind};
+    use larch_proto::{BindResponse, LdapMessage, LdapResult, ProtocolOp, ResultCode};
+    use larch_store::index::IndexConfig;
+    use larch_store::wal::SyncPolicy;
+    use larch_store::StoreOptions;
+    use tokio::net::TcpListener;
+
+    const C1: &str = "20261127021024.123456Z#000000#000#000000";
+    const C2: &str = "20261127021030.000000Z#000000#000#000000";
+    const SUFFIX: [u8; 16] = [1; 16];
+    const OU: [u8; 16] = [2; 16];
+
+    /// The fake provider's side of one connection: the Bind answered, the search's cookie
+    /// returned, then `answer` sent.
+    async fn serve_one(listener: &TcpListener, answer: Vec<Vec<u8>>) -> String {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut conn = Connection::over(Box::new(tcp), 1 << 20);
+        let bind = conn.next_pdu().await.unwrap().to_vec();
+        let bind = LdapMessage::decode(&bind).unwrap();
+        assert!(matches!(bind.op, ProtocolOp::BindRequest(_)));
+        let ok = BindResponse {
+            result: LdapResult::new(ResultCode::SUCCESS, b"", b""),
+            server_sasl_creds: None,
+        };
+        conn.send(&LdapMessage::new(bind.message_id, ProtocolOp::BindResponse(ok)))
+            .await
+            .unwrap();
+        let pdu = conn.next_pdu().await.unwrap().to_vec();
+        let search = LdapMessage::decode(&pdu).unwrap();
+        assert_eq!(search.message_id, SEARCH_ID);
+        let c = search.controls().iter().next().unwrap();
+        let cookie = SyncRequest::from_control(&c).unwrap().cookie.unwrap();
+        let cookie = String::from_utf8(cookie.to_vec()).unwrap();
+        for a in answer {
+            conn.send_encoded(&a).await.unwrap();
+        }
+        cookie
+    }
+
+    fn entry(uuid: &[u8; 16], dn: &str, attrs: &[(&str, &[&str])]) -> Vec<u8> {
+        entry_pdu(SyncStateKind::Add, uuid, dn, attrs, None)
+    }
+
+    fn done(code: ResultCode, cookie: Option<&str>) -> Vec<u8> {
+        let d = cookie.map(|c| SyncDone {
+            cookie: Some(c.as_bytes()),
+            refresh_deletes: true,
+        });
+        done_pdu(code, d)
+    }
+
+    /// refreshOnly against a fake provider: a full refresh, a poll with the cookie answered
+    /// `e-syncRefreshRequired`, at once a full refresh again (without a CSN) whose end
+    /// deletes the entry it no longer lists; the cookie kept on the base entry throughout.
+    #[test]
+    fn refresh_only_polls_and_refreshes_in_full_when_asked() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let text = format!(
+                "[[replication]]\nrid = 9\nprovider = \"ldap://127.0.0.1:{port}\"\nbind_dn = \"cn=r\"\n\
+                 credentials = \"x\"\nbase = \"dc=example,dc=com\"\nmode = \"refreshOnly\"\ninterval = \"1s\"\n\
+                 retry = \"1s +\"\n"
+            );
+            let settings = ServerConfig::from_toml_str(&text).unwrap().replication.remove(0);
+            let schema = Arc::new(Schema::builtin().unwrap());
+            let dir = std::env::temp_dir().join(format!("larch-syncrepl-consumer-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut o = StoreOptions::new(&dir, Arc::clone(&schema));
+            o.sync = SyncPolicy::None;
+            o.snapshot_interval = None;
+            o.snapshot_after_records = None;
+            let mut indexes = IndexConfig::default();
+            indexes.attributes.entry("entryUUID".into()).or_default().equality = true;
+            o.indexes = indexes;
+            let (store, _) = Store::open(o).unwrap();
+            let base = NormDn::from_text(b"dc=example,dc=com", &*schema).unwrap();
+            let ctx = ApplyContext::new(
+                Arc::clone(&schema),
+                base.clone(),
+                settings.scope,
+                vec![base.clone()],
+                OperationalTypes::new(&schema).unwrap(),
+            )
+            .unwrap();
+            let status = Arc::new(ConsumerStatus::new(9, &settings.provider, &settings.base));
+            let consumer = Consumer {
+                settings,
+                status: Arc::clone(&status),
+                store: store.clone(),
+                ctx: Arc::new(ctx),
+                max_pdu: 1 << 20,
+            };
+            let (stop, stopped) = watch::channel(false);
+            let task = tokio::spawn(consumer.run(stopped));
+            let suffix = || {
+                entry(
+                    &SUFFIX,
+                    "dc=example,dc=com",
+                    &[("objectClass", &["top", "dcObject", "organization"]), ("dc", &["example"]), ("o", &["x"])],
+                )
+            };
+            let ou = entry(
+                &OU,
+                "ou=a,dc=example,dc=com",
+                &[("objectClass", &["organizationalUnit"]), ("ou", &["a"])],
+            );
+            // 1: the first refresh, in full.
+            let c1 = format!("rid=009,csn={C1}");
+            let sent = serve_one(&listener, vec![suffix(), ou, done(ResultCode::SUCCESS, Some(&c1))]).await;
+            assert_eq!(sent, "rid=009");
+            // 2: a poll a second later, with the cookie; the provider cannot serve it.
+            let sent = serve_one(&listener, vec![done(ResultCode::E_SYNC_REFRESH_REQUIRED, None)]).await;
+            assert_eq!(sent, c1);
+            let csns = stored_csns(&store.current(), &ctx_of(&schema)).unwrap();
+            assert_eq!(csns.newest().map(|c| c.as_str()), Some(C1));
+            // 3: at once, a full refresh that no longer lists ou=a.
+            let c2 = format!("rid=009,csn={C2}");
+            let sent = serve_one(&listener, vec![suffix(), done(ResultCode::SUCCESS, Some(&c2))]).await;
+            assert_eq!(sent, "rid=009");
+            // The consumer commits, then idles: wait for it.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while status.view().last_csn.as_deref() != Some(C2) {
+                assert!(std::time::Instant::now() < deadline, "{:?}", status.view());
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            let v = store.current();
+            assert!(v.find(&base).is_some());
+            assert!(v.find(&NormDn::from_text(b"ou=a,dc=example,dc=com", &*schema).unwrap()).is_none());
+            let view = status.view();
+            // suffix, ou=a; suffix again, ou=a deleted.
+            assert_eq!(view.changes_applied, 4);
+            // e-syncRefreshRequired is no failure: a full refresh follows at once.
+            assert_eq!(view.last_error, None);
+            stop.send(true).unwrap();
+            task.await.unwrap();
+            assert_eq!(status.state(), ConsumerState::Stopped);
+            let _ = store.close(false);
+            let _ = std::fs::remove_dir_all(&dir);
+        });
+    }
+
+    fn ctx_of(schema: &Arc<Schema>) -> ApplyContext {
+        let base = NormDn::from_text(b"dc=example,dc=com", &**schema).unwrap();
+        ApplyContext::new(
+            Arc::clone(schema),
+            base.clone(),
+            crate::config::ReplicationScope::Sub,
+            vec![base],
+            OperationalTypes::new(schema).unwrap(),
+        )
+        .unwrap()
+    }
+}
