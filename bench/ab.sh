@@ -23,8 +23,9 @@
 # auth-same (search+bind on the same connection), modify (8 x 8) and modify-d1 (16 x 1).
 # --a-consumers / --b-consumers N: N content-synchronization consumers in refreshAndPersist
 # mode follow the variant the whole time (`ldapsearch -E sync=rp` of every entry with all
-# attributes, on CPU 1 with the client); measuring starts once each has finished its
-# refresh. Their own CPU is on the client's side: compare the server's µs per operation.
+# attributes into a file, on CPU 1 with the client); measuring starts once each has
+# finished its refresh. Their own CPU is on the client's side: compare the server's µs per
+# operation.
 # Servers are stopped by PID at the end. Loopback only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -87,19 +88,18 @@ for v in a b; do
   wait_ldap "${url[$v]}" || { cat "$work/$v/serve.log" >&2; exit 1; }
 done
 
-# The consumers: each writes "done" to its marker file when its refresh is over, and reads
-# (and drops) every change after it.
+# The consumers: each writes what it receives to a file (`ldapsearch` prints "refresh
+# done" when its refresh is over), and keeps reading every change after it.
 for v in a b; do
   n_var=${v}_consumers
   for i in $(seq 1 "${!n_var}"); do
-    marker="$work/$v/consumer$i.refreshed"
-    taskset -c 1 ldapsearch -x -H "${url[$v]}" -D "$rootdn" -w "$rootpw" -b "$suffix" -E sync=rp '(objectClass=*)' '*' '+' 2>/dev/null \
-      | awk -v m="$marker" '/refresh done/ && !d { print "done" > m; close(m); d = 1 }' &
+    taskset -c 1 ldapsearch -x -H "${url[$v]}" -D "$rootdn" -w "$rootpw" -b "$suffix" -E sync=rp '(objectClass=*)' '*' '+' \
+      >"$work/$v/consumer$i.ldif" 2>&1 &
     pids+=("$!")
   done
   for i in $(seq 1 "${!n_var}"); do
-    for _ in $(seq 1200); do [ -s "$work/$v/consumer$i.refreshed" ] && break; sleep 0.1; done
-    [ -s "$work/$v/consumer$i.refreshed" ] || { echo "ab.sh: consumer $i of $v did not finish its refresh" >&2; exit 1; }
+    for _ in $(seq 1200); do tail -c 4096 "$work/$v/consumer$i.ldif" | grep -q "refresh done" && break; sleep 0.5; done
+    tail -c 4096 "$work/$v/consumer$i.ldif" | grep -q "refresh done" || { echo "ab.sh: consumer $i of $v did not finish its refresh" >&2; exit 1; }
   done
   [ "${!n_var}" = 0 ] || say "variant $v: ${!n_var} consumers refreshed"
 done

@@ -13,8 +13,10 @@
 //!    ([`larch_server::net::limits`]);
 //! 4. start the runtime and the metrics endpoint (`[metrics] listen`: alive, not ready),
 //!    open the store, set up a new data directory, hand the directory to the endpoint
-//!    (ready), start the SIGHUP handler and the listeners;
-//! 5. on SIGTERM or SIGINT, stop serving, close the access log, write a snapshot.
+//!    (ready), start the SIGHUP handler, the `[[replication]]` consumers
+//!    ([`larch_server::syncrepl`]) and the listeners;
+//! 5. on SIGTERM or SIGINT, stop serving, stop the consumers, close the access log, write a
+//!    snapshot.
 //!
 //! SIGHUP reopens the error log, the access log and the audit log by name (for logrotate), reads the
 //! configuration file's `error_log.level` again and uses it at once (the other keys take
@@ -290,11 +292,28 @@ fn run(
         demo_tls: a.demo_tls,
     };
     runtime.spawn(reload_on_sighup(reload, hangup));
+    // The read-replica consumers (`[[replication]]`) start on the loaded, set-up store.
+    let consumers = if dir.replication.is_empty() {
+        None
+    } else {
+        Some(dir.replication.start(
+            &dir.store,
+            &dir.schema,
+            &dir.suffixes,
+            dir.optypes,
+            dir.config.limits.max_pdu_bytes,
+            runtime.handle(),
+        )?)
+    };
     let served = runtime.block_on(larch_server::net::run(dir.clone(), shutdown_signal(), |bound| {
         for b in bound {
             info!(url = %b, "listening");
         }
     }));
+    if let Some(c) = consumers {
+        // Before the store closes: a batch already with the writer completes, no other.
+        runtime.block_on(c.stop());
+    }
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);
     if let Some(log) = &dir.access_log {
         log.close();

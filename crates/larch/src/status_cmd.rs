@@ -152,7 +152,28 @@ impl<'a> Monitor<'a> {
         ];
         out.extend(self.logs());
         out.push(self.threads());
+        out.extend(self.replication());
         out
+    }
+
+    /// One line per `[[replication]]` consumer (none on a server that is not a replica).
+    fn replication(&self) -> Vec<String> {
+        self.children("cn=replication,cn=monitor")
+            .into_iter()
+            .map(|(name, _)| {
+                let at = |leaf: &str| format!("cn={leaf},cn={},cn=replication", name.to_ascii_lowercase());
+                let info = |leaf: &str| self.value(&at(leaf), "monitoredInfo").unwrap_or("?");
+                format!(
+                    "replication {}: {} from {}, {} changes applied, CSN {}, last error: {}",
+                    name.to_ascii_lowercase(),
+                    info("state"),
+                    info("provider"),
+                    self.counter(&at("changes")),
+                    info("csn"),
+                    info("last error"),
+                )
+            })
+            .collect()
     }
 
     fn server(&self) -> String {
@@ -363,6 +384,43 @@ mod tests {
         );
         assert_eq!(lines[3], "results: success 10");
         assert_eq!(lines[4], "binds: simple 3 ok 1 failed");
+        assert!(!lines.iter().any(|l| l.starts_with("replication")));
+        let mut replica = entries.clone();
+        for (dn, attr, v) in [
+            ("cn=Consumer 7,cn=Replication,cn=Monitor", "description", "rid 7"),
+            (
+                "cn=State,cn=Consumer 7,cn=Replication,cn=Monitor",
+                "monitoredInfo",
+                "persisting",
+            ),
+            (
+                "cn=Provider,cn=Consumer 7,cn=Replication,cn=Monitor",
+                "monitoredInfo",
+                "ldap://p:389",
+            ),
+            (
+                "cn=Changes,cn=Consumer 7,cn=Replication,cn=Monitor",
+                "monitorCounter",
+                "12",
+            ),
+            (
+                "cn=CSN,cn=Consumer 7,cn=Replication,cn=Monitor",
+                "monitoredInfo",
+                "c",
+            ),
+            (
+                "cn=Last Error,cn=Consumer 7,cn=Replication,cn=Monitor",
+                "monitoredInfo",
+                "none",
+            ),
+        ] {
+            replica.push(entry(dn, &[(attr, v)]));
+        }
+        let lines = Monitor::new(&replica).lines();
+        assert_eq!(
+            lines.last().unwrap(),
+            "replication consumer 7: persisting from ldap://p:389, 12 changes applied, CSN c, last error: none"
+        );
     }
 
     #[test]

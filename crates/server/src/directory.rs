@@ -53,6 +53,7 @@ use crate::password;
 use crate::ppolicy::PasswordPolicy;
 use crate::store_health;
 use crate::syncprov::SyncProvider;
+use crate::syncrepl::Replication;
 use crate::tls::{TlsError, TlsState};
 use crate::workers::{threads_for, Workers};
 
@@ -172,6 +173,8 @@ pub struct Directory {
     pub started: SystemTime,
     /// The same moment on the monotonic clock (uptime).
     pub started_at: Instant,
+    /// The `[[replication]]` consumers (none: not a replica), see [`crate::syncrepl`].
+    pub replication: Replication,
 }
 
 impl Directory {
@@ -191,6 +194,7 @@ impl Directory {
         let schema = Arc::new(config.schema()?);
         let suffixes = config.normalized_suffixes(&schema)?;
         let admin_dn = config.normalized_admin_dn(&schema)?;
+        let replication = Replication::configured(&config, &schema, &suffixes)?;
         let optypes = OperationalTypes::new(&schema)?;
         let user_password = schema
             .attribute_type("userPassword")
@@ -253,6 +257,7 @@ impl Directory {
             output_budget: Arc::new(OutputBudget::default()),
             started,
             started_at,
+            replication,
         };
         let mut startup = Startup {
             report,

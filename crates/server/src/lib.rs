@@ -23,7 +23,8 @@
 //! [`ppolicy`] is password policy (lockout, expiry, grace logins, history, quality, the
 //! response control), enforced by Bind and by a write hook.
 //! [`store_health`] words the store's health events (writes halted after a disk fault,
-//! snapshots failing) for the error log.
+//! snapshots failing) for the error log. [`syncrepl`] makes the server a read replica of an
+//! OpenLDAP provider (RFC 4533 consumer).
 //!
 //! Layers, from the bottom up: a module imports only modules listed before it, on its
 //! line or an earlier one (`tests/layering.rs` reads this list and checks every
@@ -36,7 +37,7 @@
 //!    operation is answered and ends;
 //! 4. `select`, `lookup`, `groups`, `uniqueness`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`:
+//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`, `syncrepl`:
 //!    what the directory holds;
 //! 7. `directory`: the shared state;
 //! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
@@ -88,6 +89,7 @@ pub mod select;
 pub mod session;
 pub mod store_health;
 pub mod syncprov;
+pub mod syncrepl;
 pub mod tls;
 pub mod uniqueness;
 pub mod workers;

@@ -54,6 +54,8 @@ pub struct ServerReport {
     pub resident_bytes: Option<u64>,
     /// Open file descriptors of the process (Linux; `None` elsewhere).
     pub open_files: Option<u64>,
+    /// The `[[replication]]` consumers' status (empty when this server is not a replica).
+    pub replication: Vec<crate::syncrepl::StatusView>,
 }
 
 /// The threads the server runs.
@@ -128,6 +130,7 @@ impl ServerReport {
             output_buffered: dir.output_budget.used(),
             resident_bytes: status_field(&status, "VmRSS:").map(|kib| kib * 1024),
             open_files: open_files(),
+            replication: dir.replication.views(),
         }
     }
 }

@@ -89,6 +89,7 @@ fn documented_defaults_are_the_defaults() {
     assert_eq!(
         sections,
         [
+            "[replication]",
             "access_log",
             "audit_log",
             "bind_throttle",
@@ -113,7 +114,8 @@ fn documented_defaults_are_the_defaults() {
     let mut count = 0;
     for (section, keys) in &defaults {
         // `[tls]` has no defaults: without the table there is no TLS (checked below).
-        if section == "tls" {
+        // `[[replication]]` has required keys: without a table the server is no replica.
+        if section == "tls" || section == "[replication]" {
             continue;
         }
         text.push_str(&format!("[{section}]\n"));
@@ -772,4 +774,111 @@ fn a_suffix_within_cn_monitor_is_refused() {
     }
     // A suffix that only ends like it is fine.
     ServerConfig::from_toml_str("[directory]\nextra_suffixes = [\"cn=notMonitor\"]\n").unwrap();
+}
+
+/// A `[[replication]]` table with only its required keys, and `extra` lines.
+fn replica(extra: &str) -> String {
+    format!(
+        "[[replication]]\nrid = 1\nprovider = \"ldap://provider.example:389\"\nbind_dn = \"cn=replicator,dc=example,dc=com\"\n\
+         credentials = \"secret\"\nbase = \"dc=example,dc=com\"\n{extra}"
+    )
+}
+
+#[test]
+fn replication_tables_take_the_documented_defaults() {
+    use larch_server::config::{Credentials, ReplicationMode, ReplicationScope, RetrySchedule};
+    let c = ServerConfig::from_toml_str(&replica("")).unwrap();
+    let r = &c.replication[0];
+    assert_eq!((r.rid, r.provider_url.port, r.starttls), (1, 389, false));
+    assert_eq!(r.credentials, Credentials::Inline("secret".into()));
+    assert_eq!(r.filter, "(objectClass=*)");
+    assert_eq!(r.attributes, ["*", "+"]);
+    assert_eq!(
+        (r.scope, r.mode),
+        (ReplicationScope::Sub, ReplicationMode::RefreshAndPersist)
+    );
+    assert_eq!(r.interval, Duration::from_secs(60));
+    assert_eq!(r.retry, RetrySchedule::parse("5s 12, 60s +").unwrap());
+    assert_eq!(r.referral, "ldap://provider.example:389");
+    // The documented defaults are these.
+    let doc = doc();
+    for (key, default) in [
+        ("filter", "\"(objectClass=*)\""),
+        ("attributes", "[\"*\", \"+\"]"),
+        ("scope", "\"sub\""),
+        ("mode", "\"refreshAndPersist\""),
+        ("interval", "\"60s\""),
+        ("retry", "\"5s 12, 60s +\""),
+        ("starttls", "false"),
+    ] {
+        assert!(doc.contains(&format!("| `{key}` | ")), "{key} undocumented");
+        let with = ServerConfig::from_toml_str(&replica(&format!("{key} = {default}\n"))).unwrap();
+        assert_eq!(with, c, "{key} = {default}");
+    }
+    // A replica indexes entryUUID for equality; other servers keep the default indexes.
+    assert!(c.index_config().attributes["entryUUID"].equality);
+    assert!(!ServerConfig::default()
+        .index_config()
+        .attributes
+        .contains_key("entryUUID"));
+    let full = replica(
+        "mode = \"refreshOnly\"\ninterval = \"5m\"\nscope = \"one\"\nretry = \"1s 3\"\nreferral = \"ldap://rw.example\"\n",
+    );
+    let c = ServerConfig::from_toml_str(&full).unwrap();
+    assert_eq!(c.replication[0].mode, ReplicationMode::RefreshOnly);
+    assert_eq!(c.replication[0].retry.wait(3), None);
+}
+
+#[test]
+fn replication_tables_are_refused_naming_the_key() {
+    for (text, key) in [
+        (replica("").replace("rid = 1\n", ""), "replication[0].rid"),
+        (replica("").replace("rid = 1", "rid = 1000"), "replication[0].rid"),
+        (
+            replica("").replace("ldap://provider.example:389", "http://x"),
+            "replication[0].provider",
+        ),
+        (
+            replica("").replace("credentials = \"secret\"\n", ""),
+            "replication[0].credentials",
+        ),
+        (
+            replica("credentials_file = \"pw\"\n"),
+            "replication[0].credentials_file",
+        ),
+        (
+            replica("").replace("base = \"dc=example,dc=com\"", "base = \"not a dn\""),
+            "replication[0].base",
+        ),
+        (
+            replica("").replace("base = \"dc=example,dc=com\"", "base = \"dc=other\""),
+            "replication[0].base",
+        ),
+        (replica("filter = \"(cn=\"\n"), "replication[0].filter"),
+        (replica("scope = \"children\"\n"), "replication[0].scope"),
+        (replica("mode = \"persist\"\n"), "replication[0].mode"),
+        (replica("interval = \"0\"\n"), "replication[0].interval"),
+        (replica("retry = \"5s\"\n"), "replication[0].retry"),
+        (replica("starttls = true\n"), "replication[0].ca_file"),
+        (replica("ca_file = \"ca.pem\"\n"), "replication[0].ca_file"),
+        (
+            replica("starttls = true\nca_file = \"ca.pem\"\nclient_cert = \"c.pem\"\n"),
+            "replication[0].client_key",
+        ),
+        (replica("unknown = 1\n"), "replication[0].unknown"),
+        (format!("{}\n{}", replica(""), replica("")), "replication[1].rid"),
+        (
+            format!(
+                "{}\n{}",
+                replica(""),
+                replica("").replace("rid = 1", "rid = 2").replace(
+                    "base = \"dc=example,dc=com\"",
+                    "base = \"ou=x,dc=example,dc=com\""
+                )
+            ),
+            "replication[1].base",
+        ),
+    ] {
+        refused(&text, key);
+    }
 }

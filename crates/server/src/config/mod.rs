@@ -40,6 +40,7 @@ mod password;
 mod password_policy;
 mod raw;
 mod read;
+pub mod replication;
 mod sasl;
 mod security;
 mod sync_provider;
@@ -78,6 +79,9 @@ pub use logs::{
 pub use monitor::{MetricsSettings, MonitorSettings};
 pub use password::{DefaultScheme, PasswordSettings};
 pub use password_policy::{PasswordPolicySettings, MAX_GRACE_LOGINS, MAX_IN_HISTORY, MAX_POLICY_FAILURES};
+pub use replication::{
+    Credentials, ReplicationMode, ReplicationScope, ReplicationSettings, RetrySchedule, RetryStep,
+};
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
 pub use sync_provider::{SyncProviderSettings, MAX_SESSION_LOG};
@@ -227,6 +231,8 @@ pub struct ServerConfig {
     pub password_policy: PasswordPolicySettings,
     /// `[metrics]`: the Prometheus endpoint.
     pub metrics: MetricsSettings,
+    /// `[[replication]]`: the providers this server follows as a read replica.
+    pub replication: Vec<ReplicationSettings>,
 }
 
 impl ServerConfig {
@@ -378,6 +384,7 @@ impl Default for ServerConfig {
             error_log: ErrorLogSettings::default(),
             monitor: MonitorSettings::default(),
             metrics: MetricsSettings::default(),
+            replication: Vec::new(),
             groups: GroupSettings::default(),
             sync_provider: SyncProviderSettings::default(),
             uniqueness: UniquenessSettings::default(),
@@ -463,6 +470,9 @@ impl ServerConfig {
         }
         if let Some(p) = &mut self.error_log.path {
             *p = base.join(&*p);
+        }
+        for r in &mut self.replication {
+            r.resolve_paths(base);
         }
     }
 
@@ -716,6 +726,12 @@ impl ServerConfig {
             }
             Ok(())
         });
+        step(&mut errors, || {
+            if let Some(r) = raw.replication {
+                c.replication = ReplicationSettings::list_from_raw(r)?;
+            }
+            Ok(())
+        });
         (c, errors)
     }
 
@@ -772,7 +788,14 @@ impl ServerConfig {
         };
         if reads(&["directory"]) {
             match self.normalized_suffixes(&schema) {
-                Ok(_) => check(&mut errors, true, self.normalized_admin_dn(&schema).map(|_| ())),
+                Ok(suffixes) => {
+                    check(&mut errors, true, self.normalized_admin_dn(&schema).map(|_| ()));
+                    check(
+                        &mut errors,
+                        reads(&["replication"]),
+                        replication::validate(&self.replication, &schema, &suffixes),
+                    );
+                }
                 Err(e) => errors.push(e),
             }
         }
@@ -1007,7 +1030,17 @@ impl ServerConfig {
 
     /// The index configuration (`[indexes]`, or the store's defaults).
     pub fn index_config(&self) -> IndexConfig {
-        self.indexes.clone()
+        let mut indexes = self.indexes.clone();
+        // A replica finds the local entry of each change by its entryUUID
+        // (`crate::syncrepl::apply`): an equality index makes that one lookup.
+        if !self.replication.is_empty() {
+            indexes
+                .attributes
+                .entry("entryUUID".to_string())
+                .or_default()
+                .equality = true;
+        }
+        indexes
     }
 
     /// The store's options: data directory, indexes, sync policy, snapshot schedule, load
@@ -1125,8 +1158,25 @@ fn key_at(text: &str, offset: usize) -> String {
         .find('\n')
         .map_or(text.len(), |i| before.len() + i);
     let mut key: Option<&str> = None;
-    for line in text[..line_end].lines().rev() {
+    let lines: Vec<&str> = text[..line_end].lines().collect();
+    for (n, line) in lines.iter().enumerate().rev() {
         let t = line.trim();
+        if let Some(header) = t.strip_prefix("[[") {
+            // An array of tables: `name[i]`, i counting the same headers before this one.
+            let name = header.split(']').next().unwrap_or("").trim().trim_matches('"');
+            let i = lines[..n]
+                .iter()
+                .filter(|l| {
+                    l.trim()
+                        .strip_prefix("[[")
+                        .is_some_and(|h| h.split(']').next().unwrap_or("").trim().trim_matches('"') == name)
+                })
+                .count();
+            return match key {
+                Some(k) => format!("{name}[{i}].{k}"),
+                None => format!("{name}[{i}]"),
+            };
+        }
         if let Some(header) = t.strip_prefix('[') {
             let name = header.split(']').next().unwrap_or("").trim().trim_matches('"');
             return match key {

@@ -32,6 +32,8 @@ pub(crate) struct RawConfig {
     pub sync_provider: Option<super::sync_provider::RawSyncProvider>,
     pub uniqueness: Option<super::uniqueness::RawUniqueness>,
     pub password_policy: Option<super::password_policy::RawPasswordPolicy>,
+    /// `[[replication]]`.
+    pub replication: Option<Vec<super::replication::RawReplication>>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.

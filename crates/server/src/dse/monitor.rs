@@ -39,6 +39,13 @@
 //!     cn=<result name>                      monitorCounterObject (responses with the code)
 //!   cn=Binds +                              monitorContainer
 //!     cn=<method> <success|failure>         monitorCounterObject
+//!   cn=Replication +                        monitorContainer (on a replica only)
+//!     cn=Consumer <rid>                     monitorContainer (one per [[replication]])
+//!       cn=Provider, cn=Base                monitoredObject (the URL, the base)
+//!       cn=State                            monitoredObject (state, monitorTimestamp since)
+//!       cn=CSN                              monitoredObject (newest CSN stored)
+//!       cn=Changes                          monitorCounterObject (entries changed)
+//!       cn=Last Error                       monitoredObject (time and text; "none")
 //! ```
 //!
 //! Every attribute but `objectClass`, `cn` and `description` is operational, as in slapd:
@@ -85,6 +92,7 @@ pub fn monitor_entries(dir: &Directory, report: &ServerReport) -> Vec<DseEntry> 
     threads(&mut t, report);
     time(&mut t, report);
     store(&mut t, report);
+    replication(&mut t, report);
     t.out
 }
 
@@ -447,5 +455,33 @@ fn store(t: &mut Tree<'_>, report: &ServerReport) {
                 )],
             );
         });
+    }
+}
+
+fn replication(t: &mut Tree<'_>, report: &ServerReport) {
+    if report.replication.is_empty() {
+        return;
+    }
+    let top = t.container(
+        MONITOR_DN,
+        "Replication",
+        "The syncrepl consumers of this read replica.",
+    );
+    for r in &report.replication {
+        let name = format!("Consumer {}", r.rid);
+        let parent = t.container(&top, &name, &format!("rid {} from {}", r.rid, r.provider));
+        t.info(&parent, "Provider", &r.provider);
+        t.info(&parent, "Base", &r.base);
+        t.entry(&parent, "State", "monitoredObject", |b| {
+            b.add("monitoredInfo", &[r.state.name()]);
+            b.add("monitorTimestamp", &[generalized_time(r.since)]);
+        });
+        t.info(&parent, "CSN", r.last_csn.as_deref().unwrap_or("none"));
+        t.counter(&parent, "Changes", r.changes_applied);
+        let error = match &r.last_error {
+            Some((at, text)) => format!("{} {text}", generalized_time(*at)),
+            None => "none".to_string(),
+        };
+        t.info(&parent, "Last Error", &error);
     }
 }

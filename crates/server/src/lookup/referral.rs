@@ -187,7 +187,7 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// Percent-escapes a URL's DN part as OpenLDAP's `hex_escape` does without flags: `?` and
 /// every octet that is not a letter, a digit, `,`, `/` or one of `;:@&=+$-_.!~*'()`.
-fn percent_escape(s: &str, out: &mut String) {
+pub(crate) fn percent_escape(s: &str, out: &mut String) {
     for &b in s.as_bytes() {
         let keep = b.is_ascii_alphanumeric() || b",/;:@&=+$-_.!~*'()".contains(&b);
         if keep {

@@ -49,7 +49,54 @@ pub fn render(report: &ServerReport) -> String {
     logs(&mut w, report);
     threads(&mut w, report);
     process(&mut w, report);
+    replication(&mut w, report);
     w.out
+}
+
+/// The `[[replication]]` consumers: entries changed, and which state each is in (1 for
+/// its state, 0 for the others, so a query can select on the label).
+fn replication(w: &mut Writer, report: &ServerReport) {
+    if report.replication.is_empty() {
+        return;
+    }
+    w.family(
+        "larch_replication_changes_applied_total",
+        "counter",
+        "Entries the replication consumer added, replaced, renamed or deleted.",
+    );
+    for r in &report.replication {
+        let rid = r.rid.to_string();
+        w.sample(
+            "larch_replication_changes_applied_total",
+            &[("rid", &rid)],
+            r.changes_applied,
+        );
+    }
+    w.family(
+        "larch_replication_state",
+        "gauge",
+        "The replication consumer's state (1 for the state it is in).",
+    );
+    for r in &report.replication {
+        let rid = r.rid.to_string();
+        for s in crate::syncrepl::ConsumerState::ALL {
+            w.sample(
+                "larch_replication_state",
+                &[("rid", &rid), ("state", s.name())],
+                u64::from(r.state == s),
+            );
+        }
+    }
+    w.family(
+        "larch_replication_last_error_time_seconds",
+        "gauge",
+        "When the replication consumer last failed, in Unix seconds (0: never).",
+    );
+    for r in &report.replication {
+        let rid = r.rid.to_string();
+        let t = r.last_error.as_ref().map_or(0.0, |(t, _)| unix_seconds(*t));
+        w.sample_f("larch_replication_last_error_time_seconds", &[("rid", &rid)], t);
+    }
 }
 
 fn operations(w: &mut Writer, t: &Totals) {
@@ -616,6 +663,7 @@ mod tests {
             output_buffered: 0,
             resident_bytes: Some(1 << 20),
             open_files: Some(12),
+            replication: Vec::new(),
         }
     }
 

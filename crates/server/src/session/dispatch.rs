@@ -32,6 +32,7 @@ use crate::outcome::{respond, CloseReason, Reply};
 use crate::ppolicy::response_control;
 use crate::response::ResponseSink;
 use crate::search::{self, SearchContext};
+use crate::syncrepl::read_only;
 
 /// The controls of a request, as decoded.
 pub(super) type Controls<'m> = Option<SeqOf<'m, Control<'m>>>;
@@ -147,9 +148,16 @@ impl Session {
                     .await
             }
             ProtocolOp::ModifyDnRequest(req) => {
-                let prepared = self.prepare_write(msg.controls, OpKind::ModifyDn, req.entry, |ctx, c| {
-                    ops::modify_dn::prepare_modify_dn(ctx, &req, c)
+                // Moving an entry into a replicated subtree is a write there too.
+                let into_replica = req.new_superior.and_then(|s| {
+                    read_only::refuse_move(&self.dir.replication, &self.dir.schema, s, req.entry)
                 });
+                let prepared = match into_replica {
+                    Some(e) => Err(e),
+                    None => self.prepare_write(msg.controls, OpKind::ModifyDn, req.entry, |ctx, c| {
+                        ops::modify_dn::prepare_modify_dn(ctx, &req, c)
+                    }),
+                };
                 self.write(trace, pdu, out, prepared, ops::modify_dn::apply_modify_dn)
                     .await
             }
@@ -423,6 +431,9 @@ impl Session {
         prepare: impl FnOnce(&WriteContext<'_>, &RequestControls<'m>) -> Result<P, OpError>,
     ) -> Result<(P, Arc<Identity>), OpError> {
         let controls = RequestControls::parse(controls, kind)?;
+        if let Some(e) = read_only::refuse_write_text(&self.dir.replication, &self.dir.schema, dn_text) {
+            return Err(e);
+        }
         confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
         let identity = if controls.proxied_authz.is_some() {
             let version = self.reader.current().clone();

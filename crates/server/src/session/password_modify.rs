@@ -32,6 +32,7 @@ use crate::ops::password_modify::{
 };
 use crate::outcome::Reply;
 use crate::password::gate;
+use crate::syncrepl::read_only;
 
 impl Session {
     /// Runs a Password Modify request (see the module documentation).
@@ -92,6 +93,13 @@ impl Session {
             };
             prepare_password_modify(&ctx, &version, &request, controls.manage_dsa_it)?
         };
+        if let Some(e) = read_only::refuse_write(
+            &self.dir.replication,
+            Some(prepared.target()),
+            prepared.target().as_str(),
+        ) {
+            return Err(e);
+        }
         let ip = self.client.addr.map(|a| a.ip());
         let account = prepared
             .checks_old_password()
