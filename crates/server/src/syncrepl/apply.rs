@@ -679,6 +679,52 @@ mod tests {
     }
 
     #[test]
+    fn a_one_level_scope_deletes_only_children_of_the_base() {
+        let f = fixture("one", true);
+        let ctx = &f.ctx;
+        apply(
+            &f,
+            vec![
+                suffix(ctx),
+                ou(ctx, 2, "ou=a,dc=example,dc=com", "a"),
+                ou(ctx, 3, "ou=b,dc=example,dc=com", "b"),
+                ou(ctx, 4, "ou=c,ou=b,dc=example,dc=com", "c"),
+            ],
+            None,
+        )
+        .unwrap();
+        let one = ApplyContext::new(
+            Arc::clone(&ctx.schema),
+            ctx.base.clone(),
+            ReplicationScope::One,
+            ctx.suffixes.clone(),
+            ctx.optypes,
+        )
+        .unwrap();
+        assert!(one.in_scope(&NormDn::from_text(b"ou=a,dc=example,dc=com", &*ctx.schema).unwrap()));
+        assert!(!one.in_scope(&ctx.base));
+        assert!(!one.in_scope(&NormDn::from_text(b"ou=c,ou=b,dc=example,dc=com", &*ctx.schema).unwrap()));
+        // Nothing mentioned: ou=a goes; ou=b stays (ou=c below it is out of the scope); the
+        // base and ou=c are not in the scope.
+        let one = Arc::new(one);
+        let changes = vec![Change::DeleteUnmentioned(Arc::new(Present::default()))];
+        let n = f
+            .store
+            .write(move |txn| apply_batch(txn, &one, changes, None))
+            .unwrap()
+            .unwrap();
+        assert_eq!((n.changes, n.kept), (1, 1));
+        assert_eq!(
+            dns(&f),
+            [
+                "dc=example,dc=com",
+                "ou=b,dc=example,dc=com",
+                "ou=c,ou=b,dc=example,dc=com"
+            ]
+        );
+    }
+
+    #[test]
     fn entries_the_local_schema_cannot_hold_are_refused() {
         let f = fixture("refused", true);
         let ctx = &f.ctx;
