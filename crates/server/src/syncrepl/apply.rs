@@ -335,7 +335,8 @@ fn put(
     let text = dn.to_string();
     match find_by_uuid(txn.version(), ctx, &uuid) {
         Some(id) => {
-            if txn.version().norm_dn(id) != *norm {
+            // A new name, or the same name written otherwise (`cn=Foo` to `cn=foo`).
+            if txn.version().norm_dn(id) != *norm || txn.version().dn(id) != text {
                 if let Some(other) = txn.version().find(norm) {
                     if other != id {
                         // The name belongs to this UUID on the provider now.
@@ -591,6 +592,14 @@ mod tests {
                     "ou=c,ou=a2,ou=b,dc=example,dc=com"
                 ]
             );
+            // A rename that changes only how the name is written.
+            apply(&f, vec![ou(ctx, 3, "ou=B,dc=example,dc=com", "B")], None).unwrap();
+            assert!(
+                dns(&f).contains(&"ou=B,dc=example,dc=com".to_string()),
+                "{:?}",
+                dns(&f)
+            );
+            apply(&f, vec![ou(ctx, 3, "ou=b,dc=example,dc=com", "b")], None).unwrap();
             // Deletes by UUID; an unknown UUID is ignored.
             let n = apply(&f, vec![Change::Delete([4; 16]), Change::Delete([9; 16])], None).unwrap();
             assert_eq!(n.changes, 1);
