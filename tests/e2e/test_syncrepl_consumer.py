@@ -13,7 +13,8 @@ consumer is stopped, a few (the provider's session log answers with a delete pha
 many (beyond the session log: a present phase); refreshOnly polling; kill -9 of the
 consumer under a write load on the provider, cycle after cycle (3 cycles;
 LARCH_SYNCREPL_CYCLES=N, or the reliability suites' long form, for more); a client write
-to the replica, answered with referral (10) and the provider's URL.
+to the replica, answered with referral (10) and the provider's URL; the same over StartTLS
+with a client certificate the provider demands.
 
 These tests need a Larch consumer: they are skipped with `--server slapd`.
 """
@@ -55,13 +56,23 @@ def cycles():
 class Pair:
     """A slapd provider and a Larch consumer of it, on private directories."""
 
-    def __init__(self, larch_bin, mode="refreshAndPersist", interval="1s"):
+    def __init__(self, larch_bin, mode="refreshAndPersist", interval="1s", pki=None):
         self.tmp = tempfile.mkdtemp(prefix="larch-e2e-syncrepl-")
         os.mkdir(os.path.join(self.tmp, "provider"))
         os.mkdir(os.path.join(self.tmp, "consumer"))
+        tls_global = ""
+        tls_toml = ""
+        if pki is not None:
+            # StartTLS, and the provider demands a client certificate: the consumer's
+            # handshake only succeeds with client_cert and client_key.
+            cert, key = pki.server
+            tls_global = (f"\nTLSCACertificateFile {pki.ca}\nTLSCertificateFile {cert}\n"
+                          f"TLSCertificateKeyFile {key}\nTLSVerifyClient demand\n")
+            ccert, ckey = pki.admin
+            tls_toml = f'starttls = true\nca_file = "{pki.ca}"\nclient_cert = "{ccert}"\nclient_key = "{ckey}"\n'
         self.provider = conftest.LdapServer(
             "slapd", os.path.join(self.tmp, "provider"),
-            slapd_extra_global="moduleload syncprov",
+            slapd_extra_global="moduleload syncprov" + tls_global,
             slapd_extra_db="index entryCSN,entryUUID eq\noverlay syncprov\nsyncprov-checkpoint 100 1\n"
                            "syncprov-sessionlog 100\n")
         self.metrics_port = conftest.free_port()
@@ -78,7 +89,7 @@ base = "{BASE}"
 mode = "{mode}"
 interval = "{interval}"
 retry = "1s +"
-"""
+{tls_toml}"""
         self.consumer = conftest.LdapServer("larch", os.path.join(self.tmp, "consumer"), larch_bin=larch_bin,
                                             larch_extra_toml=toml)
 
@@ -387,3 +398,27 @@ def test_kill9_under_write_load_converges_every_time(pair):
         assert load.error is None, load.error
         assert load.done > 0
         assert_converges(p)
+
+
+@pytest.fixture(scope="module")
+def pki():
+    import test_tls  # the suite's certificate maker
+    d = tempfile.mkdtemp(prefix="larch-e2e-syncrepl-pki-")
+    try:
+        p = test_tls.Pki(d)
+        p.server = p.issue("server", "/O=Larch e2e/CN=localhost", 0x1001)
+        p.admin = p.issue("replica", "/O=Larch e2e clients/CN=replica", 0x4004, server=False)
+        yield p
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_starttls_with_a_client_certificate(pair, pki):
+    p = pair(pki=pki)
+    start_pair(p)
+    assert_converges(p)
+    c = p.admin(p.provider)
+    ldaputil.add_ok(c, f"cn=tls1,ou=people,{BASE}", {"objectClass": "person", "cn": "tls1", "sn": "t"})
+    c.unbind()
+    assert_converges(p)
+    assert metric_state(p.metrics()) == "persisting"

@@ -335,7 +335,8 @@ fn put(
     let text = dn.to_string();
     match find_by_uuid(txn.version(), ctx, &uuid) {
         Some(id) => {
-            if txn.version().norm_dn(id) != *norm {
+            // A new name, or the same name written otherwise (`cn=Foo` to `cn=foo`).
+            if txn.version().norm_dn(id) != *norm || txn.version().dn(id) != text {
                 if let Some(other) = txn.version().find(norm) {
                     if other != id {
                         // The name belongs to this UUID on the provider now.
@@ -591,6 +592,14 @@ mod tests {
                     "ou=c,ou=a2,ou=b,dc=example,dc=com"
                 ]
             );
+            // A rename that changes only how the name is written.
+            apply(&f, vec![ou(ctx, 3, "ou=B,dc=example,dc=com", "B")], None).unwrap();
+            assert!(
+                dns(&f).contains(&"ou=B,dc=example,dc=com".to_string()),
+                "{:?}",
+                dns(&f)
+            );
+            apply(&f, vec![ou(ctx, 3, "ou=b,dc=example,dc=com", "b")], None).unwrap();
             // Deletes by UUID; an unknown UUID is ignored.
             let n = apply(&f, vec![Change::Delete([4; 16]), Change::Delete([9; 16])], None).unwrap();
             assert_eq!(n.changes, 1);
@@ -676,6 +685,52 @@ mod tests {
         .unwrap();
         assert_eq!((n.changes, n.kept), (3, 0));
         assert_eq!(dns(&f), ["dc=example,dc=com"]);
+    }
+
+    #[test]
+    fn a_one_level_scope_deletes_only_children_of_the_base() {
+        let f = fixture("one", true);
+        let ctx = &f.ctx;
+        apply(
+            &f,
+            vec![
+                suffix(ctx),
+                ou(ctx, 2, "ou=a,dc=example,dc=com", "a"),
+                ou(ctx, 3, "ou=b,dc=example,dc=com", "b"),
+                ou(ctx, 4, "ou=c,ou=b,dc=example,dc=com", "c"),
+            ],
+            None,
+        )
+        .unwrap();
+        let one = ApplyContext::new(
+            Arc::clone(&ctx.schema),
+            ctx.base.clone(),
+            ReplicationScope::One,
+            ctx.suffixes.clone(),
+            ctx.optypes,
+        )
+        .unwrap();
+        assert!(one.in_scope(&NormDn::from_text(b"ou=a,dc=example,dc=com", &*ctx.schema).unwrap()));
+        assert!(!one.in_scope(&ctx.base));
+        assert!(!one.in_scope(&NormDn::from_text(b"ou=c,ou=b,dc=example,dc=com", &*ctx.schema).unwrap()));
+        // Nothing mentioned: ou=a goes; ou=b stays (ou=c below it is out of the scope); the
+        // base and ou=c are not in the scope.
+        let one = Arc::new(one);
+        let changes = vec![Change::DeleteUnmentioned(Arc::new(Present::default()))];
+        let n = f
+            .store
+            .write(move |txn| apply_batch(txn, &one, changes, None))
+            .unwrap()
+            .unwrap();
+        assert_eq!((n.changes, n.kept), (1, 1));
+        assert_eq!(
+            dns(&f),
+            [
+                "dc=example,dc=com",
+                "ou=b,dc=example,dc=com",
+                "ou=c,ou=b,dc=example,dc=com"
+            ]
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //!    is left, and [`Unmentioned::kept`] counts it.
 //!
 //! Limit: at most [`MAX_PRESENT_UUIDS`] UUIDs in one refresh (16 octets each plus the
-//! set's overhead, about 640 MB at the limit); more is an error, not an unbounded set.
+//! set's overhead: some 400 MB at the limit); more is an error, not an unbounded set.
 
 use std::collections::HashSet;
 
