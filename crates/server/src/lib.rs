@@ -24,7 +24,9 @@
 //! response control), enforced by Bind and by a write hook.
 //! [`store_health`] words the store's health events (writes halted after a disk fault,
 //! snapshots failing) for the error log. [`syncrepl`] makes the server a read replica of an
-//! OpenLDAP provider (RFC 4533 consumer).
+//! OpenLDAP or Larch provider (RFC 4533 consumer); [`syncprov`] makes it a provider that
+//! replicas follow (the session log, persistent searches fed from the change feed; the
+//! refresh is a search, `search::sync`).
 //!
 //! Layers, from the bottom up: a module imports only modules listed before it, on its
 //! line or an earlier one (`tests/layering.rs` reads this list and checks every
@@ -37,7 +39,7 @@
 //!    operation is answered and ends;
 //! 4. `select`, `lookup`, `groups`, `uniqueness`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`, `syncrepl`:
+//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`, `syncrepl`, `syncprov`:
 //!    what the directory holds;
 //! 7. `directory`: the shared state;
 //! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the

@@ -106,6 +106,7 @@ fn documented_defaults_are_the_defaults() {
             "security",
             "server",
             "store",
+            "sync_provider",
             "tls",
             "uniqueness"
         ]
@@ -792,7 +793,7 @@ fn replication_tables_take_the_documented_defaults() {
     assert_eq!((r.rid, r.provider_url.port, r.starttls), (1, 389, false));
     assert_eq!(r.credentials, Credentials::Inline("secret".into()));
     assert_eq!(r.filter, "(objectClass=*)");
-    assert_eq!(r.attributes, ["*", "+"]);
+    assert_eq!(r.attributes, ["*", "+", "transitiveMemberOf"]);
     assert_eq!(
         (r.scope, r.mode),
         (ReplicationScope::Sub, ReplicationMode::RefreshAndPersist)
@@ -804,7 +805,7 @@ fn replication_tables_take_the_documented_defaults() {
     let doc = doc();
     for (key, default) in [
         ("filter", "\"(objectClass=*)\""),
-        ("attributes", "[\"*\", \"+\"]"),
+        ("attributes", "[\"*\", \"+\", \"transitiveMemberOf\"]"),
         ("scope", "\"sub\""),
         ("mode", "\"refreshAndPersist\""),
         ("interval", "\"60s\""),

@@ -105,6 +105,10 @@ pub enum FeedStart {
 pub struct CommittedChange {
     /// The change's LSN.
     pub lsn: Lsn,
+    /// The change is the last of its write (its commit unit): the writes of a batch end
+    /// where this is true (and every batch ends with one, unless the log could not be
+    /// read further).
+    pub ends_write: bool,
     /// The change, as logged: the DN and the entry's stored attributes after the change (a
     /// delete's are the attributes the server gave to describe it).
     pub change: Change,
@@ -303,9 +307,9 @@ impl FeedHub {
     }
 
     /// Step 3, on the writer thread after a batch was published: `kept` holds the batch's
-    /// changes (LSNs from `first_lsn`) when it started with subscribers, or nothing. Leaves
-    /// `kept` empty.
-    pub(crate) fn deliver(&self, first_lsn: Lsn, logged: usize, kept: &mut Vec<Change>) {
+    /// changes (LSNs from `first_lsn`) when it started with subscribers, or nothing, and
+    /// `ends` which of them end a write. Leaves `kept` empty.
+    pub(crate) fn deliver(&self, first_lsn: Lsn, logged: usize, kept: &mut Vec<Change>, ends: &[bool]) {
         if !self.has_subscribers() {
             kept.clear();
             return;
@@ -315,7 +319,12 @@ impl FeedHub {
                 changes: kept
                     .drain(..)
                     .zip(first_lsn..)
-                    .map(|(change, lsn)| CommittedChange { lsn, change })
+                    .zip(ends.iter().copied().chain(std::iter::repeat(true)))
+                    .map(|((change, lsn), ends_write)| CommittedChange {
+                        lsn,
+                        ends_write,
+                        change,
+                    })
                     .collect(),
                 from_log: false,
             })
@@ -614,6 +623,7 @@ impl FeedSubscription {
                     Ok(change) => {
                         changes.push(CommittedChange {
                             lsn: record.lsn,
+                            ends_write: !record.continues,
                             change,
                         });
                         in_unit = record.continues;

@@ -126,6 +126,12 @@ pub(crate) fn run(
             continue;
         }
         let logged = log.len();
+        // Where each write ends, for the feed's subscribers (the log takes the records).
+        let ends: Vec<bool> = if keep_changes {
+            log.iter().map(|r| !r.continues).collect()
+        } else {
+            Vec::new()
+        };
         let handed = Instant::now();
         match log_batch(&wal, &mut log) {
             Ok((first, last)) => {
@@ -135,7 +141,7 @@ pub(crate) fn run(
                 let next = Arc::new(working);
                 cell.publish(Arc::clone(&next));
                 current = next;
-                feed.0.deliver(first, logged, &mut kept);
+                feed.0.deliver(first, logged, &mut kept, &ends);
                 for (finish, _) in finishers {
                     finish(Ok(()));
                 }

@@ -186,6 +186,7 @@ fn log_of(dir: &Path) -> Vec<CommittedChange> {
             let r = r.unwrap();
             CommittedChange {
                 lsn: r.lsn,
+                ends_write: !r.continues,
                 change: Change::decode(&r.payload).unwrap(),
             }
         })
@@ -504,13 +505,37 @@ fn a_catch_up_never_ends_a_batch_inside_a_write() {
         Ok(())
     }))
     .unwrap();
-    add(&store, person("after", "x")).unwrap();
+    let mut live = store.subscribe(FeedStart::Now).unwrap();
+    let two = [person("after1", "x"), person("after2", "x")];
+    flat(store.write(move |t| {
+        for e in &two {
+            t.add(&e.dn, &e.norm_dn, &e.to_stored(), false)?;
+        }
+        Ok(())
+    }))
+    .unwrap();
     let mut sub = store.subscribe(FeedStart::After(0)).unwrap();
     let first = sub.recv().unwrap();
     assert!(first.from_log());
     assert_eq!((first.first_lsn(), first.last_lsn()), (1, 1 + big as u64));
+    // Each change says whether it ends its write: the suffix's add, then the big write's
+    // last change.
+    let ends: Vec<u64> = first
+        .changes()
+        .iter()
+        .filter(|c| c.ends_write)
+        .map(|c| c.lsn)
+        .collect();
+    assert_eq!(ends, vec![1, 1 + big as u64]);
+    let after = live.recv().unwrap();
+    assert!(!after.from_log());
+    assert_eq!(
+        after.changes().iter().map(|c| c.ends_write).collect::<Vec<_>>(),
+        vec![false, true]
+    );
+    drop(live);
     let second = sub.recv().unwrap();
-    assert_eq!((second.first_lsn(), second.len()), (2 + big as u64, 1));
+    assert_eq!((second.first_lsn(), second.len()), (2 + big as u64, 2));
     drop(sub);
     store.close(false).unwrap();
     let _ = std::fs::remove_dir_all(&dir);

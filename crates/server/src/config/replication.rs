@@ -9,7 +9,7 @@
 //! - `starttls` (false), `ca_file` (required with TLS: the provider's certificate is always
 //!   verified), `client_cert` and `client_key` (both or neither): TLS to the provider;
 //! - `base` (required): the subtree replicated, a suffix or inside one;
-//! - `filter` (`(objectClass=*)`), `attributes` (`["*", "+"]`), `scope` (`sub`; `one`,
+//! - `filter` (`(objectClass=*)`), `attributes` ([`DEFAULT_ATTRIBUTES`]), `scope` (`sub`; `one`,
 //!   `base`);
 //! - `mode` (`refreshAndPersist`; `refreshOnly`), `interval` (`60s`: refreshOnly's period);
 //! - `retry` (`"5s 12, 60s +"`): after a failure, wait the first interval up to its count
@@ -37,6 +37,11 @@ pub const MAX_RETRY_PAIRS: usize = 16;
 pub const MIN_RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// Shortest refreshOnly interval.
 pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+/// The attributes a consumer asks for unless `attributes` says otherwise: every user and
+/// operational attribute, and transitiveMemberOf, which a Larch provider sends only when
+/// named (a slapd provider ignores the name).
+pub const DEFAULT_ATTRIBUTES: [&str; 3] = ["*", "+", "transitiveMemberOf"];
+
 /// Most attributes a table lists.
 pub const MAX_REPLICATION_ATTRIBUTES: usize = 256;
 /// Longest credentials file read (its first line is the password).
@@ -308,7 +313,7 @@ impl ReplicationSettings {
         OwnedFilter::parse(&filter).map_err(|e| ConfigError::invalid(key("filter"), e.to_string()))?;
         let attributes = r
             .attributes
-            .unwrap_or_else(|| vec!["*".to_string(), "+".to_string()]);
+            .unwrap_or_else(|| DEFAULT_ATTRIBUTES.iter().map(|a| a.to_string()).collect());
         if attributes.len() > MAX_REPLICATION_ATTRIBUTES {
             return Err(ConfigError::invalid(
                 key("attributes"),

@@ -14,7 +14,11 @@
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::syncprov::log::DEFAULT_SESSION_LOG;
+
+/// Changes the session log keeps unless `sync_provider.session_log` says otherwise: enough
+/// for a consumer that was away for minutes under a heavy write load, or days of a quiet
+/// directory.
+pub const DEFAULT_SESSION_LOG: usize = 100_000;
 
 /// The largest `sync_provider.session_log`: ten million notes (about 2 GB) is beyond any
 /// use a session log has; a larger number is a typing mistake.

@@ -54,6 +54,8 @@ use crate::response::write_message;
 use crate::syncprov::cookie::{format_cookie, CsnSet, SyncCookie};
 use crate::syncprov::log::RefreshPlan;
 use crate::syncprov::note::{parse_uuid, UuidOctets};
+use crate::syncprov::note::{ChangeNote, NoteKind};
+use crate::syncprov::persist::{PersistContext, PersistSearch};
 use crate::syncprov::Registration;
 
 /// UUIDs per `syncIdSet` message: a delta's deletes go out in messages of at most this
@@ -366,11 +368,11 @@ pub(crate) fn dn_in_scope(base: &NormDn, scope: SearchScope, dn: &NormDn) -> boo
     }
 }
 
-/// A search whose refresh is over, for the provider's persist phase: the search's state
-/// and its filter cache, applied to one entry at a time.
+/// A refreshAndPersist search whose refresh is over: its registration with the provider,
+/// and what decides its messages from now on.
 pub(crate) struct PersistHandoff {
-    pub(crate) search: Box<super::run::WalkSearch>,
     pub(crate) registration: Registration,
+    pub(crate) search: Box<super::run::WalkSearch>,
     /// The consumer's state once it has read the refresh.
     pub(crate) context: CsnSet,
     pub(crate) rid: Option<u16>,
@@ -386,12 +388,127 @@ impl std::fmt::Debug for PersistHandoff {
     }
 }
 
+impl PersistHandoff {
+    /// The registration, and the search as the provider drives it (answering `msgid`).
+    pub(crate) fn into_parts(self, msgid: MessageId) -> (Registration, Box<dyn PersistSearch>) {
+        let persisting = Persisting {
+            search: self.search,
+            context: self.context,
+            rid: self.rid,
+            base: self.base,
+            msgid,
+            test: EntryTest::default(),
+        };
+        (self.registration, Box::new(persisting))
+    }
+}
+
 /// The filter pieces a single-entry test needs, kept between tests.
 #[derive(Debug, Default)]
-pub(crate) struct EntryTest {
-    pub(crate) filters: FilterCache,
-    pub(crate) scratch: Vec<u8>,
-    pub(crate) entry_buf: Vec<u8>,
+struct EntryTest {
+    filters: FilterCache,
+    scratch: Vec<u8>,
+    entry_buf: Vec<u8>,
+}
+
+/// A persistent search as the provider drives it ([`crate::syncprov::persist`]).
+struct Persisting {
+    search: Box<super::run::WalkSearch>,
+    context: CsnSet,
+    rid: Option<u16>,
+    base: NormDn,
+    msgid: MessageId,
+    test: EntryTest,
+}
+
+impl PersistSearch for Persisting {
+    /// Step 4 of [`crate::syncprov::persist`]: the entry whole when the search returns it
+    /// now (`add` for an add, `modify` otherwise); else `delete` when it was or is in scope;
+    /// the cookie on the last change of a write.
+    fn write_note(
+        &mut self,
+        note: &ChangeNote,
+        v: &Version,
+        ctx: &PersistContext,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        if let Some(csn) = &note.csn {
+            self.context.raise(csn);
+        }
+        let Some(uuid) = note.uuid else { return false };
+        let search = &self.search;
+        let scope = search.scope();
+        let base = &self.base;
+        let in_scope = |dn: &Option<NormDn>| dn.as_ref().is_some_and(|dn| dn_in_scope(base, scope, dn));
+        let current = match note.kind {
+            NoteKind::Delete => None,
+            _ => note
+                .new_dn
+                .as_ref()
+                .and_then(|dn| v.find(dn))
+                .filter(|&id| entry_uuid(v, ctx.optypes.entry_uuid, id) == Some(uuid)),
+        };
+        let test = &mut self.test;
+        let admitted =
+            current.filter(|&id| search.admits(&ctx.rules, v, id, &mut test.filters, &mut test.scratch));
+        let cookie = note
+            .ends_write
+            .then(|| format_cookie(self.rid, ctx.sid, &self.context));
+        let cookie = cookie.as_deref().map(str::as_bytes);
+        if let Some(id) = admitted {
+            let state = if note.kind == NoteKind::Add {
+                SyncStateKind::Add
+            } else {
+                SyncStateKind::Modify
+            };
+            search.write_synced(
+                out,
+                &mut test.entry_buf,
+                self.msgid,
+                &ctx.optypes,
+                &ctx.rules,
+                v,
+                id,
+                (state, &uuid, cookie),
+            );
+            return true;
+        }
+        let was_or_is_in_scope = match note.kind {
+            NoteKind::Add => false,
+            NoteKind::Modify => in_scope(&note.new_dn),
+            NoteKind::Rename => in_scope(&note.old_dn) || in_scope(&note.new_dn),
+            NoteKind::Delete => in_scope(&note.old_dn),
+        };
+        if !was_or_is_in_scope {
+            return false;
+        }
+        let dn = deleted_dn(note, current, v);
+        write_state_entry(
+            out,
+            self.msgid,
+            dn.as_bytes(),
+            &[],
+            SyncStateKind::Delete,
+            &uuid,
+            cookie,
+        );
+        true
+    }
+}
+
+/// The DN a delete message names: the deleted entry's as stored, else the entry's
+/// current DN, else the normalized one the note holds.
+fn deleted_dn(note: &ChangeNote, current: Option<EntryId>, v: &Version) -> String {
+    if let Some(dn) = &note.deleted_dn {
+        return dn.to_string();
+    }
+    if let Some(id) = current {
+        return v.dn(id);
+    }
+    note.new_dn
+        .as_ref()
+        .or(note.old_dn.as_ref())
+        .map_or_else(String::new, |d| d.as_str().to_string())
 }
 
 #[cfg(test)]

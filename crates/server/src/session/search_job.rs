@@ -44,7 +44,7 @@ use crate::response::ResponseSink;
 use crate::search::run::SearchEnd;
 use crate::search::sync::PersistHandoff;
 use crate::search::{PagedSearches, PreparedSearch, Step};
-use crate::syncprov::persist::{Offer, PersistSink};
+use crate::syncprov::persist::{Offer, PersistSink, StopAsked};
 use crate::workers::WorkersHandle;
 
 /// Octets a search gathers before handing them to the connection's queue.
@@ -220,7 +220,7 @@ impl SearchJob {
                 }
             }
             Step::Done(mut end) => match end.persist.take() {
-                Some(handoff) => self.persist(handoff, end),
+                Some(handoff) => self.persist(*handoff, end),
                 None => {
                     self.end(end);
                     self.send_rest();
@@ -253,12 +253,13 @@ impl SearchJob {
     /// The refresh of a refreshAndPersist search is over (its final Sync Info message is
     /// in the buffer): the connection, the operation and its places go to the provider,
     /// which sends the buffer first, then the changes.
-    fn persist(self: Box<Self>, handoff: Box<PersistHandoff>, end: SearchEnd) {
+    fn persist(self: Box<Self>, handoff: PersistHandoff, end: SearchEnd) {
         let job = *self;
         let Some(provider) = job.dir.sync_provider.clone() else {
             return;
         };
         let msgid = job.completion.msgid();
+        let (registration, search) = handoff.into_parts(msgid);
         let sink = PersistConnection {
             tx: job.sink.tx,
             guard: job.sink.guard,
@@ -266,7 +267,7 @@ impl SearchJob {
             refreshed: end.entries,
             _places: job._places,
         };
-        provider.go_live(handoff, Box::new(sink), job.sink.buf, msgid);
+        provider.go_live(registration, search, Box::new(sink), job.sink.buf);
     }
 
     /// Sends what is left after the end; waits for room if there is none. Dropping the
@@ -310,8 +311,12 @@ impl PersistSink for PersistConnection {
         }
     }
 
-    fn stop_request(&self) -> StopRequest {
-        self.guard.state().stop_request()
+    fn stop_request(&self) -> StopAsked {
+        match self.guard.state().stop_request() {
+            StopRequest::None => StopAsked::None,
+            StopRequest::Abandon => StopAsked::Abandon,
+            StopRequest::Cancel => StopAsked::Cancel,
+        }
     }
 
     fn finish(&mut self, reply: Option<Reply>, entries: u32, bytes: u64, out: &mut Vec<u8>) {

@@ -22,7 +22,7 @@
 //!    from an older backup, is given a present phase, which removes what it must not keep).
 //!
 //! # Limits
-//! [`DEFAULT_SESSION_LOG`] notes unless configured; each holds two DNs and a CSN (about
+//! [`crate::config::DEFAULT_SESSION_LOG`] notes unless configured; each holds two DNs and a CSN (about
 //! 200 octets), so the default costs about 20 MB at most.
 
 use std::collections::{HashMap, VecDeque};
@@ -32,11 +32,6 @@ use larch_store::wal::Lsn;
 
 use super::cookie::CsnSet;
 use super::note::{ChangeNote, NoteKind, UuidOctets};
-
-/// Changes the session log keeps unless `[sync_provider] session_log` says otherwise:
-/// enough for a consumer that was away for minutes under a heavy write load, or days of
-/// a quiet directory.
-pub const DEFAULT_SESSION_LOG: usize = 100_000;
 
 /// How a refresh answers a cookie.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +188,7 @@ mod tests {
             old_dn: None,
             new_dn: None,
             deleted_dn: None,
+            ends_write: true,
         })
     }
 

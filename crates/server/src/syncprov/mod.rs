@@ -51,16 +51,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use larch_model::schema::Schema;
-use larch_proto::{MessageId, ResultCode};
+use larch_proto::ResultCode;
 use larch_store::Store;
 
 use self::cookie::CsnSet;
 use self::log::{RefreshPlan, SessionLog};
-use self::persist::{Live, PersistContext, PersistSink, Persistent, Stage};
+use self::persist::{Live, PersistContext, PersistSearch, PersistSink, Persistent, Stage};
 use crate::acl::AccessRules;
 use crate::error::OpError;
 use crate::opattrs::OperationalTypes;
-use crate::search::sync::{EntryTest, PersistHandoff};
 
 /// How often the thread passes over the persistent searches when no change comes: the
 /// longest a message waits after its connection has room again, and after an Abandon.
@@ -233,21 +232,22 @@ impl SyncProvider {
         })
     }
 
-    /// Step 4: the refresh of `handoff`'s search is over; `backlog` is what its job could
-    /// not send yet. A search no longer registered (the provider fell behind the log and
-    /// dropped every search) ends at once with `e-syncRefreshRequired`.
+    /// Step 4: the refresh of `registration`'s search is over: `search` is what decides
+    /// its messages from now on, `backlog` what its job could not send yet. A search no
+    /// longer registered (the provider fell behind the log and dropped every search, or
+    /// the server is shutting down) ends at once.
     pub(crate) fn go_live(
         &self,
-        mut handoff: Box<PersistHandoff>,
+        mut registration: Registration,
+        search: Box<dyn PersistSearch>,
         mut sink: Box<dyn PersistSink>,
         backlog: Vec<u8>,
-        msgid: MessageId,
     ) {
-        handoff.registration.armed = false;
-        let id = handoff.registration.id;
+        registration.armed = false;
+        let id = registration.id;
         let mut state = self.lock();
         let found = state.searches.iter_mut().find(|s| s.id == id);
-        let Some(search) = found.filter(|_| !self.stopping()) else {
+        let Some(search_entry) = found.filter(|_| !self.stopping()) else {
             drop(state);
             let mut out = backlog;
             out.clear();
@@ -267,12 +267,10 @@ impl SyncProvider {
             let _ = sink.offer(out);
             return;
         };
-        search.stage = Stage::Live(Box::new(Live {
-            handoff,
+        search_entry.stage = Stage::Live(Box::new(Live {
+            search,
             sink,
-            msgid,
             out: backlog,
-            test: EntryTest::default(),
             entries: 0,
             bytes: 0,
         }));

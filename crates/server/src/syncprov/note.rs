@@ -51,6 +51,8 @@ pub struct ChangeNote {
     /// The deleted entry's DN as stored, for the delete message (RFC 4533 sends the DN of
     /// a deleted entry with its state).
     pub deleted_dn: Option<Box<str>>,
+    /// The change is the last of its write.
+    pub ends_write: bool,
 }
 
 impl ChangeNote {
@@ -82,6 +84,7 @@ impl ChangeNote {
             old_dn,
             new_dn,
             deleted_dn,
+            ends_write: c.ends_write,
         }
     }
 }

@@ -26,14 +26,15 @@
 //!      in it);
 //!    - an add the search does not return sends nothing.
 //!
-//!    The last message of each write carries the cookie of the consumer's state once it has
-//!    applied it: the CSNs the refresh ended with, raised by the write's CSN. The other
-//!    changes of a write (those its hooks made to other entries: memberOf, referential
-//!    integrity) share that CSN, and go without a cookie: slapd's consumer ignores a
-//!    message whose cookie is not newer than the one it holds, and a cookie given before
-//!    the write's last change would let a consumer that disconnects there skip the rest.
-//!    A write whose changes all go unsent leaves the cookie where it was until the next
-//!    message.
+//!    The message of the last change of each write (the feed says which change ends its
+//!    write) carries the cookie of the consumer's state once it has applied it: the CSNs
+//!    the refresh ended with, raised by every CSN of the writes since. The other changes
+//!    of a write go without a cookie: those its hooks made to other entries (memberOf,
+//!    referential integrity) share its CSN, and a replica applies a batch of its
+//!    provider's changes, of many CSNs, as one write; slapd's consumer ignores a message
+//!    whose cookie is not newer than the one it holds, and a cookie given before a write's
+//!    last change would let a consumer that disconnects there skip the rest. A write whose
+//!    last change goes unsent leaves the cookie where it was until the next message.
 //!
 //! Memory per search is bounded: [`MAX_QUEUED_NOTES`] queued notes (shared with the
 //! session log), and [`PERSIST_FLUSH_BYTES`] octets plus one message waiting for the
@@ -42,19 +43,14 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use larch_model::dn::NormDn;
-use larch_proto::controls::SyncStateKind;
-use larch_proto::{MessageId, ResultCode};
-use larch_store::{EntryId, Version};
+use larch_proto::ResultCode;
+use larch_store::Version;
 
-use super::cookie::format_cookie;
-use super::note::{ChangeNote, NoteKind};
+use super::note::ChangeNote;
 use crate::acl::AccessRules;
 use crate::error::OpError;
 use crate::opattrs::OperationalTypes;
 use crate::outcome::Reply;
-use crate::search::sync::{dn_in_scope, entry_uuid, write_state_entry, EntryTest, PersistHandoff};
-use crate::session::inflight::StopRequest;
 
 /// Changes queued for one persistent search before it is ended with
 /// `e-syncRefreshRequired`: a consumer this far behind catches up faster from a delta
@@ -65,12 +61,32 @@ pub const MAX_QUEUED_NOTES: usize = 100_000;
 /// what it keeps waiting when the connection has no room (plus one message).
 pub const PERSIST_FLUSH_BYTES: usize = 256 * 1024;
 
+/// What the client asked of a persistent search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopAsked {
+    /// Nothing.
+    None,
+    /// Abandon: nothing more is sent.
+    Abandon,
+    /// Cancel: the search ends with `canceled` (118).
+    Cancel,
+}
+
+/// The search side of a persistent search, which the provider does not know: which
+/// changes it returns and how (implemented by the search, `crate::search::sync`).
+pub(crate) trait PersistSearch: Send {
+    /// Step 4: appends the message of `note` to `out`, against version `v`, if the
+    /// consumer must be told of it; true when it wrote one.
+    fn write_note(&mut self, note: &ChangeNote, v: &Version, ctx: &PersistContext, out: &mut Vec<u8>)
+        -> bool;
+}
+
 /// What a persistent search writes to: its connection (implemented by the session).
 pub(crate) trait PersistSink: Send {
     /// Hands `chunk` to the connection without waiting.
     fn offer(&mut self, chunk: Vec<u8>) -> Offer;
     /// What the client asked of the operation (Abandon or Cancel), if anything.
-    fn stop_request(&self) -> StopRequest;
+    fn stop_request(&self) -> StopAsked;
     /// Ends the operation: appends the SearchResultDone of `reply` (none: the search was
     /// abandoned) to `out` and reports the outcome, with `entries` sent in `bytes`.
     fn finish(&mut self, reply: Option<Reply>, entries: u32, bytes: u64, out: &mut Vec<u8>);
@@ -118,12 +134,10 @@ pub(crate) enum Stage {
 
 /// A live persistent search.
 pub(crate) struct Live {
-    pub handoff: Box<PersistHandoff>,
+    pub search: Box<dyn PersistSearch>,
     pub sink: Box<dyn PersistSink>,
-    pub msgid: MessageId,
     /// Octets waiting for the connection.
     pub out: Vec<u8>,
-    pub test: EntryTest,
     pub entries: u32,
     pub bytes: u64,
 }
@@ -259,9 +273,9 @@ impl Live {
     /// Whether the search must end now, and how.
     fn ending(&self, overflowed: bool) -> Option<Ending> {
         match self.sink.stop_request() {
-            StopRequest::Abandon => return Some(Ending::Abandoned),
-            StopRequest::Cancel => return Some(Ending::Canceled),
-            StopRequest::None => {}
+            StopAsked::Abandon => return Some(Ending::Abandoned),
+            StopAsked::Cancel => return Some(Ending::Canceled),
+            StopAsked::None => {}
         }
         overflowed.then_some(Ending::RefreshRequired)
     }
@@ -286,91 +300,10 @@ impl Live {
             }
             while self.out.len() < PERSIST_FLUSH_BYTES {
                 let Some(note) = queue.pop_front() else { break };
-                // The last note of a write (the next has another CSN, or the batch ended:
-                // a batch never ends inside a write) carries the cookie.
-                let write_ends = queue.front().is_none_or(|next| next.csn != note.csn);
-                self.write_note(&note, write_ends, v, ctx);
+                if self.search.write_note(&note, v, ctx, &mut self.out) {
+                    self.entries += 1;
+                }
             }
         }
     }
-
-    /// Step 4: the message of one note, if any; with the cookie when `write_ends`.
-    fn write_note(&mut self, note: &ChangeNote, write_ends: bool, v: &Version, ctx: &PersistContext) {
-        if write_ends {
-            if let Some(csn) = &note.csn {
-                self.handoff.context.raise(csn);
-            }
-        }
-        let Some(uuid) = note.uuid else { return };
-        let search = &self.handoff.search;
-        let scope = search.scope();
-        let base = &self.handoff.base;
-        let in_scope = |dn: &Option<NormDn>| dn.as_ref().is_some_and(|dn| dn_in_scope(base, scope, dn));
-        let current = match note.kind {
-            NoteKind::Delete => None,
-            _ => note
-                .new_dn
-                .as_ref()
-                .and_then(|dn| v.find(dn))
-                .filter(|&id| entry_uuid(v, ctx.optypes.entry_uuid, id) == Some(uuid)),
-        };
-        let test = &mut self.test;
-        let admitted =
-            current.filter(|&id| search.admits(&ctx.rules, v, id, &mut test.filters, &mut test.scratch));
-        let cookie = write_ends.then(|| format_cookie(self.handoff.rid, ctx.sid, &self.handoff.context));
-        let cookie = cookie.as_deref().map(str::as_bytes);
-        if let Some(id) = admitted {
-            let state = if note.kind == NoteKind::Add {
-                SyncStateKind::Add
-            } else {
-                SyncStateKind::Modify
-            };
-            search.write_synced(
-                &mut self.out,
-                &mut test.entry_buf,
-                self.msgid,
-                &ctx.optypes,
-                &ctx.rules,
-                v,
-                id,
-                (state, &uuid, cookie),
-            );
-            self.entries += 1;
-            return;
-        }
-        let was_or_is_in_scope = match note.kind {
-            NoteKind::Add => false,
-            NoteKind::Modify => in_scope(&note.new_dn),
-            NoteKind::Rename => in_scope(&note.old_dn) || in_scope(&note.new_dn),
-            NoteKind::Delete => in_scope(&note.old_dn),
-        };
-        if was_or_is_in_scope {
-            let dn = deleted_dn(note, current, v);
-            write_state_entry(
-                &mut self.out,
-                self.msgid,
-                dn.as_bytes(),
-                &[],
-                SyncStateKind::Delete,
-                &uuid,
-                cookie,
-            );
-            self.entries += 1;
-        }
-    }
-}
-
-/// The DN a delete message names: the deleted entry's as stored, else the entry's
-/// current DN, else the normalized one the note holds.
-fn deleted_dn(note: &ChangeNote, current: Option<EntryId>, v: &Version) -> String {
-    if let Some(dn) = &note.deleted_dn {
-        return dn.to_string();
-    }
-    if let Some(id) = current {
-        return v.dn(id);
-    }
-    note.new_dn
-        .as_ref()
-        .or(note.old_dn.as_ref())
-        .map_or_else(String::new, |d| d.as_str().to_string())
 }

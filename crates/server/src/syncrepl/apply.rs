@@ -245,9 +245,12 @@ pub fn apply_batch(
 ) -> Result<Applied, SyncError> {
     let savepoint = txn.savepoint();
     let mut applied = Applied::default();
+    // A delete is logged with the newest CSN of the cookie it comes with, so that this
+    // server, as a provider in turn, can tell its consumers when it happened.
+    let delete_csn = cookie.and_then(CsnSet::newest);
     let result = (|| {
         for change in changes {
-            apply_one(txn, ctx, change, &mut applied)?;
+            apply_one(txn, ctx, change, delete_csn, &mut applied)?;
         }
         if let Some(csns) = cookie {
             store_cookie(txn, ctx, csns)?;
@@ -271,6 +274,7 @@ fn apply_one(
     txn: &mut WriteTxn<'_>,
     ctx: &ApplyContext,
     change: Change,
+    delete_csn: Option<&Csn>,
     applied: &mut Applied,
 ) -> Result<(), SyncError> {
     match change {
@@ -280,12 +284,12 @@ fn apply_one(
             norm,
             attrs,
         } => {
-            put(txn, ctx, uuid, &dn, &norm, attrs)?;
+            put(txn, ctx, uuid, (&dn, &norm), attrs, delete_csn)?;
             applied.changes += 1;
         }
         Change::Delete(uuid) => {
             if let Some(id) = find_by_uuid(txn.version(), ctx, &uuid) {
-                delete(txn, ctx, id)?;
+                delete(txn, ctx, id, delete_csn)?;
                 applied.changes += 1;
             }
         }
@@ -296,7 +300,7 @@ fn apply_one(
             let gone = present.unmentioned(txn.version(), base, ctx.scope, ctx.optypes.entry_uuid);
             applied.kept += gone.kept;
             for id in gone.delete {
-                delete(txn, ctx, id)?;
+                delete(txn, ctx, id, delete_csn)?;
                 applied.changes += 1;
             }
         }
@@ -327,9 +331,9 @@ fn put(
     txn: &mut WriteTxn<'_>,
     ctx: &ApplyContext,
     uuid: SyncUuid,
-    dn: &Dn,
-    norm: &NormDn,
+    (dn, norm): (&Dn, &NormDn),
     attrs: Vec<Attribute>,
+    delete_csn: Option<&Csn>,
 ) -> Result<(), SyncError> {
     let naming_context = ctx.suffixes.contains(norm);
     let text = dn.to_string();
@@ -340,7 +344,7 @@ fn put(
                 if let Some(other) = txn.version().find(norm) {
                     if other != id {
                         // The name belongs to this UUID on the provider now.
-                        delete(txn, ctx, other)?;
+                        delete(txn, ctx, other, delete_csn)?;
                     }
                 }
                 let stored = keeping_context_csn(txn.version(), ctx, id, attrs);
@@ -372,8 +376,14 @@ fn put(
     }
 }
 
-/// Deletes entry `id` (a leaf), logging its entryUUID with the delete.
-fn delete(txn: &mut WriteTxn<'_>, ctx: &ApplyContext, id: EntryId) -> Result<(), SyncError> {
+/// Deletes entry `id` (a leaf), logging its entryUUID, and `csn` as entryCSN, with the
+/// delete.
+fn delete(
+    txn: &mut WriteTxn<'_>,
+    ctx: &ApplyContext,
+    id: EntryId,
+    csn: Option<&Csn>,
+) -> Result<(), SyncError> {
     let version = txn.version();
     let dn = version.dn(id);
     if version.has_children(id) {
@@ -391,6 +401,13 @@ fn delete(txn: &mut WriteTxn<'_>, ctx: &ApplyContext, id: EntryId) -> Result<(),
         {
             record.push_value(ctx.optypes.entry_uuid, &Options::none(), v.to_vec());
         }
+    }
+    if let Some(csn) = csn {
+        record.push_value(
+            ctx.optypes.entry_csn,
+            &Options::none(),
+            csn.as_str().as_bytes().to_vec(),
+        );
     }
     txn.delete_with(id, &record.to_stored())
         .map_err(|e| store_error("deleting", &dn, e))

@@ -513,7 +513,10 @@ pub(crate) mod tests {
             panic!()
         };
         assert_eq!(req.base, b"dc=example,dc=com");
-        assert_eq!(req.attributes.iter().collect::<Vec<_>>(), [&b"*"[..], b"+"]);
+        assert_eq!(
+            req.attributes.iter().collect::<Vec<_>>(),
+            [&b"*"[..], b"+", b"transitiveMemberOf"]
+        );
         let c = msg.controls().iter().next().unwrap();
         assert!(c.critical);
         let r = SyncRequest::from_control(&c).unwrap();

@@ -1,0 +1,218 @@
+"""Larch replicating to Larch, and a chain slapd -> Larch -> slapd.
+
+- A Larch consumer of a Larch provider: the initial refresh, then adds, modifies, deletes,
+  renames, a subtree move and group membership changes while persisting; after each phase
+  both hold the same entries with the same entryUUID, entryCSN, timestamps, names,
+  memberOf and transitiveMemberOf.
+- kill -9 at random moments during a write load, of the provider and of the consumer in
+  turn (20 cycles in CI; SYNC_LARCH_CYCLES=N for more): the consumer converges to exactly
+  the provider's state after every cycle.
+- slapd provider -> Larch (consumer of slapd, provider to the next) -> slapd consumer: the
+  last one ends up with what the first holds.
+
+The comparison helpers and the write load are the consumer tests' (test_syncrepl_consumer).
+"""
+
+import os
+import random
+import shutil
+import tempfile
+import time
+
+import ldap3
+import pytest
+
+import conftest
+import ldaputil
+from test_syncrepl_consumer import WriteLoad, contents, differences, person
+from test_syncrepl_provider import SlapdConsumer
+
+pytestmark = pytest.mark.larch_only("Larch replicating to Larch")
+
+BASE = conftest.BASE
+OPERATIONAL = ["entryUUID", "entryCSN", "createTimestamp", "modifyTimestamp", "creatorsName", "modifiersName",
+               "memberOf", "transitiveMemberOf"]
+CONVERGE_S = 90.0
+INITIAL = 200
+
+
+def cycles():
+    n = os.environ.get("SYNC_LARCH_CYCLES")
+    return int(n) if n else 20
+
+
+def replication_toml(rid, provider):
+    return f"""
+[[replication]]
+rid = {rid}
+provider = "{provider.url}"
+bind_dn = "{provider.admin_dn}"
+credentials = "{provider.admin_pw}"
+base = "{BASE}"
+retry = "1s +"
+"""
+
+
+class Chain:
+    """Servers on private directories, stopped by PID at the end."""
+
+    def __init__(self, larch_bin):
+        self.larch_bin = larch_bin
+        self.tmp = tempfile.mkdtemp(prefix="larch-e2e-synclarch-")
+        self.servers = []
+
+    def server(self, kind, name, **kw):
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d)
+        srv = conftest.LdapServer(kind, d, larch_bin=self.larch_bin, **kw)
+        self.servers.append(srv)
+        return srv
+
+    def close(self):
+        statuses = [(s.kind, s.stop(), s.stderr_tail()) for s in reversed(self.servers) if s.alive()]
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        for kind, status, stderr in statuses:
+            assert status == 0, f"{kind} exited with status {status}; stderr:\n{stderr}"
+
+
+@pytest.fixture
+def chain(request):
+    c = Chain(request.config.getoption("--larch-bin"))
+    yield c
+    c.close()
+
+
+def full_contents(srv):
+    """`contents` with memberOf and transitiveMemberOf too (what Larch replicas copy)."""
+    conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
+    try:
+        entries = conn.extend.standard.paged_search(BASE, "(objectClass=*)", search_scope=ldap3.SUBTREE,
+                                                    attributes=["*"] + OPERATIONAL, paged_size=200,
+                                                    generator=False)
+        return {e["dn"].lower(): (e["dn"], {k.lower(): sorted(v) for k, v in e["raw_attributes"].items() if v})
+                for e in entries or [] if e.get("type") == "searchResEntry"}
+    finally:
+        conn.unbind()
+
+
+def converge(provider, consumer, read=full_contents, deadline=CONVERGE_S):
+    end = time.monotonic() + deadline
+    last = None
+    while time.monotonic() < end:
+        want, got = read(provider), read(consumer)
+        last = differences(want, got)
+        if not last:
+            return want
+        time.sleep(0.3)
+    raise AssertionError("the consumer did not converge:\n" + "\n".join(last) +
+                         f"\nconsumer stderr:\n{consumer.stderr_tail()}")
+
+
+def load(srv, n=INITIAL):
+    ldif = ldaputil.ldif_entry(f"ou=people,{BASE}", {"objectClass": "organizationalUnit", "ou": "people"})
+    ldif += ldaputil.ldif_entry(f"ou=groups,{BASE}", {"objectClass": "organizationalUnit", "ou": "groups"})
+    ldif += "".join(person(i) for i in range(n))
+    ldaputil.ldapadd_ok(srv, ldif)
+
+
+def larch_pair(chain):
+    provider = chain.server("larch", "provider")
+    provider.start()
+    load(provider)
+    consumer = chain.server("larch", "consumer", larch_extra_toml=replication_toml(11, provider))
+    consumer.start()
+    return provider, consumer
+
+
+def test_a_larch_replica_of_larch_follows_every_kind_of_change(chain):
+    provider, consumer = larch_pair(chain)
+    first = converge(provider, consumer)
+    assert len(first) == INITIAL + 4
+    c = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
+    people = [f"cn=p{i:05d},ou=people,{BASE}" for i in range(INITIAL)]
+    ldaputil.add_ok(c, f"cn=inner,ou=groups,{BASE}", {"objectClass": "groupOfNames", "cn": "inner",
+                                                      "member": people[:3]})
+    ldaputil.add_ok(c, f"cn=outer,ou=groups,{BASE}", {"objectClass": "groupOfNames", "cn": "outer",
+                                                      "member": [f"cn=inner,ou=groups,{BASE}", people[5]]})
+    c.modify(people[10], {"description": [(ldap3.MODIFY_REPLACE, ["changed"])]})
+    ldaputil.assert_result(c, "success")
+    c.delete(people[11])
+    ldaputil.assert_result(c, "success")
+    want = converge(provider, consumer)
+    assert want[people[0].lower()][1]["transitivememberof"], "the nested group's member has transitiveMemberOf"
+    c.modify_dn(people[12], "cn=renamed")
+    ldaputil.assert_result(c, "success")
+    ldaputil.add_ok(c, f"ou=archive,{BASE}", {"objectClass": "organizationalUnit", "ou": "archive"})
+    c.modify_dn(f"ou=groups,{BASE}", "ou=groups", new_superior=f"ou=archive,{BASE}")
+    ldaputil.assert_result(c, "success")
+    c.delete(people[0])
+    ldaputil.assert_result(c, "success")
+    c.unbind()
+    converge(provider, consumer)
+
+
+def test_kill9_of_provider_and_consumer_in_turn_under_writes(chain):
+    provider, consumer = larch_pair(chain)
+    converge(provider, consumer)
+    rng = random.Random(4533)
+    for cycle in range(cycles()):
+        victim = provider if cycle % 2 == 0 else consumer
+        with WriteLoad(provider, seed=cycle) as writes:
+            time.sleep(rng.uniform(0.3, 1.0))
+            if victim is provider:
+                # The load's connection dies with the provider: stop it first.
+                writes.stop.set()
+            victim.kill9()
+            time.sleep(rng.uniform(0.0, 0.5))
+            victim.start()
+            time.sleep(rng.uniform(0.3, 1.0))
+        if victim is consumer:
+            assert writes.error is None, writes.error
+        converge(provider, consumer, read=contents)
+    converge(provider, consumer)
+
+
+def test_slapd_to_larch_to_slapd(chain):
+    first = chain.server("slapd", "first", slapd_extra_global="moduleload syncprov",
+                         slapd_extra_db="index entryCSN,entryUUID eq\noverlay syncprov\nsyncprov-sessionlog 100\n")
+    first.start()
+    load(first, 100)
+    middle = chain.server("larch", "middle", larch_extra_toml=replication_toml(21, first))
+    middle.start()
+    converge(first, middle, read=contents)
+    last = SlapdConsumer(middle, rid=22)
+    try:
+        last.start()
+        c = ldaputil.connect(first, first.admin_dn, first.admin_pw)
+        c.modify(f"cn=p00001,ou=people,{BASE}", {"description": [(ldap3.MODIFY_REPLACE, ["through the chain"])]})
+        ldaputil.assert_result(c, "success")
+        c.delete(f"cn=p00002,ou=people,{BASE}")
+        ldaputil.assert_result(c, "success")
+        c.unbind()
+        converge(first, middle, read=contents)
+        end = time.monotonic() + CONVERGE_S
+        while True:
+            want = contents(first)
+            got = slapd_contents(last)
+            diff = differences(want, got)
+            if not diff:
+                break
+            assert time.monotonic() < end, "the last replica did not converge:\n" + "\n".join(diff) + \
+                f"\n{last.stderr_tail()}"
+            time.sleep(0.3)
+    finally:
+        last.close()
+
+
+def slapd_contents(consumer):
+    """`contents` of a SlapdConsumer (bound as its own rootdn)."""
+    conn = consumer.connection()
+    try:
+        entries = conn.extend.standard.paged_search(BASE, "(objectClass=*)", search_scope=ldap3.SUBTREE,
+                                                    attributes=["*", "entryUUID", "entryCSN", "createTimestamp",
+                                                                "modifyTimestamp", "creatorsName", "modifiersName"],
+                                                    paged_size=200, generator=False)
+        return {e["dn"].lower(): (e["dn"], {k.lower(): sorted(v) for k, v in e["raw_attributes"].items() if v})
+                for e in entries or [] if e.get("type") == "searchResEntry"}
+    finally:
+        conn.unbind()
