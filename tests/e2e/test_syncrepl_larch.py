@@ -216,3 +216,40 @@ def slapd_contents(consumer):
                 for e in entries or [] if e.get("type") == "searchResEntry"}
     finally:
         conn.unbind()
+
+
+def test_a_new_replica_starts_from_the_providers_snapshot(chain):
+    """`start_from = "snapshot"`: the replica receives the provider's snapshot file, then
+    only the changes after it (its change counter stays far below the entry count)."""
+    provider = chain.server("larch", "provider")
+    provider.start()
+    load(provider, 1000)
+    port = conftest.free_port()
+    consumer = chain.server("larch", "consumer", larch_extra_toml=replication_toml(31, provider) +
+                            f'start_from = "snapshot"\n\n[metrics]\nlisten = "127.0.0.1:{port}"\n')
+    consumer.start()
+    converge(provider, consumer)
+    log = consumer.stderr_path.read_text(errors="replace")
+    assert "started from the provider's snapshot" in log, log[-3000:]
+    applied = changes_applied(port, 31)
+    assert applied < 100, f"{applied} changes applied: the replica refreshed instead"
+    c = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
+    c.modify(f"cn=p00003,ou=people,{BASE}", {"description": [(ldap3.MODIFY_REPLACE, ["after the snapshot"])]})
+    ldaputil.assert_result(c, "success")
+    c.delete(f"cn=p00004,ou=people,{BASE}")
+    ldaputil.assert_result(c, "success")
+    c.unbind()
+    converge(provider, consumer)
+    # Restarted, it goes on from its cookie (its data directory is no longer empty).
+    consumer.kill9_and_restart()
+    converge(provider, consumer)
+
+
+def changes_applied(port, rid):
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    for line in text.splitlines():
+        if line.startswith(f'larch_replication_changes_applied_total{{rid="{rid}"}} '):
+            return int(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no changes counter:\n{text}")

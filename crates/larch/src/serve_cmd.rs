@@ -208,7 +208,22 @@ fn run(
             Some(m)
         }
     };
+    let fetched = start_from_snapshot(&config, &runtime);
     let (dir, startup) = Directory::open(config).map_err(|e| format!("{}: {e}", data_dir.display()))?;
+    if fetched {
+        match dir
+            .replication
+            .seed_from_snapshot(&dir.store, &dir.schema, &dir.suffixes, dir.optypes)
+        {
+            Ok(n) => info!(
+                csns = n,
+                "replication: the snapshot's context CSNs are the replica's cookie"
+            ),
+            Err(e) => {
+                warn!(error = %e, "replication: cannot store the snapshot's cookie; the first session refreshes in full")
+            }
+        }
+    }
     crate::alloc::release_free_memory();
     let r = &startup.report;
     if let Some(cut) = &r.wal_cut {
@@ -338,6 +353,53 @@ struct Reload {
     /// The configuration file (`None`: the embedded defaults, nothing to read again).
     config_path: Option<PathBuf>,
     demo_tls: bool,
+}
+
+/// A new replica whose table says `start_from = "snapshot"` and whose data directory holds
+/// no store yet fetches its provider's snapshot first
+/// (`larch_server::syncrepl::bootstrap`); true when it did. A failed fetch is reported and
+/// leaves the directory empty: the consumer then refreshes in full.
+fn start_from_snapshot(config: &ServerConfig, runtime: &tokio::runtime::Runtime) -> bool {
+    use larch_server::config::StartFrom;
+    use larch_server::syncrepl::bootstrap;
+    let Some(table) = config
+        .replication
+        .iter()
+        .find(|r| r.start_from == StartFrom::Snapshot)
+    else {
+        return false;
+    };
+    let data = &config.server.data_dir;
+    if !bootstrap::is_empty_data_dir(data) {
+        return false;
+    }
+    info!(rid = table.rid, provider = %table.provider, "replication: fetching the provider's snapshot");
+    match runtime.block_on(bootstrap::fetch_snapshot(
+        table,
+        data,
+        config.limits.max_pdu_bytes,
+    )) {
+        Ok(f) => {
+            info!(
+                rid = table.rid,
+                lsn = f.lsn,
+                octets = f.octets,
+                entries = f.entries,
+                seconds = (f.elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
+                "replication: started from the provider's snapshot"
+            );
+            true
+        }
+        Err(e) => {
+            warn!(
+                rid = table.rid,
+                provider = %table.provider,
+                error = %e,
+                "replication: cannot fetch the provider's snapshot; the replica starts empty and refreshes in full"
+            );
+            false
+        }
+    }
 }
 
 /// On every SIGHUP: reopens the error log, the access log and the audit log by name

@@ -15,7 +15,10 @@
 //! - `retry` (`"5s 12, 60s +"`): after a failure, wait the first interval up to its count
 //!   of times, then the next; `+` repeats the last pair forever; a schedule without `+`
 //!   that runs out stops the consumer (it says so in the error log);
-//! - `referral` (the provider URL): where clients that try to write are sent.
+//! - `referral` (the provider URL): where clients that try to write are sent;
+//! - `start_from` (`"refresh"`; `"snapshot"`): how a replica with an empty data directory
+//!   gets its first copy: a refresh (every entry as a search result), or the snapshot file
+//!   of a Larch provider (`crate::syncrepl::bootstrap`); at most one table says `snapshot`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -180,6 +183,18 @@ pub struct ReplicationSettings {
     pub retry: RetrySchedule,
     /// `referral`.
     pub referral: String,
+    /// `start_from`.
+    pub start_from: StartFrom,
+}
+
+/// How a replica with an empty data directory gets its first copy (`start_from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StartFrom {
+    /// A refresh: the provider sends every entry.
+    #[default]
+    Refresh,
+    /// The provider's snapshot file (a Larch provider), then the changes after it.
+    Snapshot,
 }
 
 /// One `[[replication]]` table as written.
@@ -203,6 +218,7 @@ pub(crate) struct RawReplication {
     pub interval: Option<RawDuration>,
     pub retry: Option<String>,
     pub referral: Option<String>,
+    pub start_from: Option<String>,
 }
 
 impl ReplicationSettings {
@@ -222,6 +238,13 @@ impl ReplicationSettings {
                 return Err(ConfigError::invalid(
                     format!("replication[{i}].rid"),
                     format!("rid {} is also replication[{other}]'s", s.rid),
+                ));
+            }
+            let snapshot = |o: &ReplicationSettings| o.start_from == StartFrom::Snapshot;
+            if let Some(other) = out.iter().position(snapshot).filter(|_| snapshot(&s)) {
+                return Err(ConfigError::invalid(
+                    format!("replication[{i}].start_from"),
+                    format!("only one table may start from a snapshot, and replication[{other}] does"),
                 ));
             }
             out.push(s);
@@ -353,6 +376,16 @@ impl ReplicationSettings {
         };
         let retry = RetrySchedule::parse(r.retry.as_deref().unwrap_or(DEFAULT_RETRY))
             .map_err(|e| ConfigError::invalid(key("retry"), e))?;
+        let start_from = match r.start_from.as_deref() {
+            None | Some("refresh") => StartFrom::Refresh,
+            Some("snapshot") => StartFrom::Snapshot,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    key("start_from"),
+                    format!("`{other}`: expected \"refresh\" or \"snapshot\""),
+                ))
+            }
+        };
         let referral = r.referral.unwrap_or_else(|| provider.clone());
         ListenUrl::parse(referral.trim_end_matches('/'))
             .map_err(|e| ConfigError::invalid(key("referral"), e))?;
@@ -374,6 +407,7 @@ impl ReplicationSettings {
             interval,
             retry,
             referral,
+            start_from,
         })
     }
 

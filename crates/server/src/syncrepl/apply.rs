@@ -413,6 +413,24 @@ fn delete(
         .map_err(|e| store_error("deleting", &dn, e))
 }
 
+/// Stores `csns` as the cookie of a replica that has none yet (its data came from a
+/// snapshot, `super::bootstrap`), in a transaction of its own.
+pub fn store_cookie_now(
+    store: &larch_store::Store,
+    ctx: &Arc<ApplyContext>,
+    csns: CsnSet,
+) -> Result<(), SyncError> {
+    let ctx = Arc::clone(ctx);
+    store
+        .write(move |txn| {
+            if stored_csns(txn.version(), &ctx)?.is_empty() {
+                store_cookie(txn, &ctx, &csns)?;
+            }
+            Ok(())
+        })
+        .map_err(|e| SyncError::Apply(format!("storing the cookie: {e}")))?
+}
+
 /// Step 3: the CSN set as the base entry's `contextCSN` values.
 fn store_cookie(txn: &mut WriteTxn<'_>, ctx: &ApplyContext, csns: &CsnSet) -> Result<(), SyncError> {
     let version = txn.version();

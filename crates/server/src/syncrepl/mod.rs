@@ -35,6 +35,7 @@
 //!   `limits.max_pdu_bytes` per message and [`apply::MAX_BATCH_BYTES`] per batch.
 
 pub mod apply;
+pub mod bootstrap;
 pub mod connection;
 pub mod consumer;
 pub mod cookie;
@@ -112,6 +113,36 @@ impl Replication {
     /// Each consumer's status now.
     pub fn views(&self) -> Vec<StatusView> {
         self.consumers.iter().map(|c| c.status.view()).collect()
+    }
+
+    /// The table that starts a new replica from its provider's snapshot
+    /// (`start_from = "snapshot"`), if any.
+    pub fn snapshot_table(&self) -> Option<&Replica> {
+        self.consumers
+            .iter()
+            .find(|r| r.settings.start_from == crate::config::StartFrom::Snapshot)
+    }
+
+    /// After a start from a snapshot ([`bootstrap`]): the snapshot's context CSNs become
+    /// the cookie of the table that fetched it; the number of CSNs stored.
+    pub fn seed_from_snapshot(
+        &self,
+        store: &Store,
+        schema: &Arc<Schema>,
+        suffixes: &[NormDn],
+        optypes: OperationalTypes,
+    ) -> Result<usize, String> {
+        let Some(r) = self.snapshot_table() else {
+            return Ok(0);
+        };
+        let ctx = apply::ApplyContext::new(
+            Arc::clone(schema),
+            r.base.clone(),
+            r.settings.scope,
+            suffixes.to_vec(),
+            optypes,
+        )?;
+        bootstrap::seed_cookie(store, &Arc::new(ctx)).map_err(|e| e.to_string())
     }
 
     /// Step 2: one task per consumer on `runtime`.
