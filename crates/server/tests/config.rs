@@ -811,6 +811,7 @@ fn replication_tables_take_the_documented_defaults() {
         ("interval", "\"60s\""),
         ("retry", "\"5s 12, 60s +\""),
         ("starttls", "false"),
+        ("start_from", "\"refresh\""),
     ] {
         assert!(doc.contains(&format!("| `{key}` | ")), "{key} undocumented");
         let with = ServerConfig::from_toml_str(&replica(&format!("{key} = {default}\n"))).unwrap();

@@ -51,12 +51,12 @@ use crate::directory::Directory;
 use crate::error::OpError;
 use crate::opattrs::OperationalTypes;
 use crate::response::write_message;
-use crate::syncprov::cookie::{format_cookie, CsnSet, SyncCookie};
 use crate::syncprov::log::RefreshPlan;
 use crate::syncprov::note::{parse_uuid, UuidOctets};
 use crate::syncprov::note::{ChangeNote, NoteKind};
 use crate::syncprov::persist::{PersistContext, PersistSearch};
 use crate::syncprov::Registration;
+use crate::syncrepl::cookie::{Cookie, Csn, CsnSet};
 
 /// UUIDs per `syncIdSet` message: a delta's deletes go out in messages of at most this
 /// many (16 octets each), so that no message grows without bound.
@@ -107,7 +107,7 @@ pub(crate) fn begin(
     // consumer gets a full refresh, as from slapd.
     let cookie = request
         .cookie
-        .and_then(|c| SyncCookie::parse(c).ok())
+        .and_then(|c| Cookie::parse(c).ok())
         .unwrap_or_default();
     let Some(provider) = &dir.sync_provider else {
         return Err(OpError::new(
@@ -196,10 +196,21 @@ pub(crate) fn entry_uuid(version: &Version, ty: AttributeTypeId, id: EntryId) ->
 }
 
 /// The entryCSN of entry `id`.
-fn entry_csn(version: &Version, ty: AttributeTypeId, id: EntryId) -> Option<String> {
+fn entry_csn(version: &Version, ty: AttributeTypeId, id: EntryId) -> Option<Csn> {
     let entry = version.entry(id)?;
     let value = entry.attrs().attribute(ty).flat_map(|a| a.values.iter()).next()?;
-    std::str::from_utf8(value).ok().map(str::to_string)
+    Csn::parse(std::str::from_utf8(value).ok()?).ok()
+}
+
+/// The cookie a provider of server ID `sid` sends the consumer of replica ID `rid` whose
+/// state is `csns` (OpenLDAP's form: `rid=NNN,sid=SSS,csn=...`).
+fn provider_cookie(rid: Option<u16>, sid: u16, csns: &CsnSet) -> String {
+    Cookie {
+        rid,
+        sid: Some(sid),
+        csns: csns.clone(),
+    }
+    .format()
 }
 
 impl SyncRefresh {
@@ -224,7 +235,7 @@ impl SyncRefresh {
 
     /// The cookie sent at the end of the refresh.
     fn cookie(&self) -> String {
-        format_cookie(self.rid, self.sid, &self.context)
+        provider_cookie(self.rid, self.sid, &self.context)
     }
 
     /// Step 4, the state entry `id` goes out with, and its entryUUID; `None` for an entry
@@ -433,7 +444,7 @@ impl PersistSearch for Persisting {
         out: &mut Vec<u8>,
     ) -> bool {
         if let Some(csn) = &note.csn {
-            self.context.raise(csn);
+            self.context.insert(csn.clone());
         }
         let Some(uuid) = note.uuid else { return false };
         let search = &self.search;
@@ -453,7 +464,7 @@ impl PersistSearch for Persisting {
             current.filter(|&id| search.admits(&ctx.rules, v, id, &mut test.filters, &mut test.scratch));
         let cookie = note
             .ends_write
-            .then(|| format_cookie(self.rid, ctx.sid, &self.context));
+            .then(|| provider_cookie(self.rid, ctx.sid, &self.context));
         let cookie = cookie.as_deref().map(str::as_bytes);
         if let Some(id) = admitted {
             let state = if note.kind == NoteKind::Add {

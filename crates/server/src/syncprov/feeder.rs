@@ -18,14 +18,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use larch_model::schema::{AttributeTypeId, Schema};
+use larch_model::schema::Schema;
 use larch_store::{FeedError, FeedSubscription, Version};
 
-use super::cookie::CsnSet;
 use super::log::SessionLog;
 use super::note::ChangeNote;
 use super::persist::{Pass, PersistContext};
 use super::{ProviderState, SyncProvider, TICK};
+use crate::syncrepl::cookie::CsnSet;
 
 /// How long the final messages of persistent searches may wait for their connections at
 /// shutdown.
@@ -102,24 +102,8 @@ fn shut_down(provider: &SyncProvider) {
 
 /// Step 1 (and 3): the session log at version `v`.
 fn open_log(provider: &SyncProvider, v: &Version, ctx: &PersistContext) {
-    let context = context_csns(v, ctx.optypes.entry_csn);
+    let context = CsnSet::of_entries(v, v.entries().map(|e| e.id), ctx.optypes.entry_csn);
     provider.lock().log = Some(SessionLog::new(v.lsn(), context, provider.capacity()));
-}
-
-/// The largest entryCSN per server ID among the entries of `v`.
-pub(crate) fn context_csns(v: &Version, entry_csn: AttributeTypeId) -> CsnSet {
-    let mut context = CsnSet::new();
-    for entry in v.entries() {
-        let value = entry
-            .attrs()
-            .attribute(entry_csn)
-            .flat_map(|a| a.values.iter())
-            .next();
-        if let Some(csn) = value.and_then(|v| std::str::from_utf8(v).ok()) {
-            context.raise(csn);
-        }
-    }
-    context
 }
 
 /// A pass over every search; those that are over are dropped (outside the loop's borrow,

@@ -30,8 +30,8 @@ use std::sync::Arc;
 
 use larch_store::wal::Lsn;
 
-use super::cookie::CsnSet;
 use super::note::{ChangeNote, NoteKind, UuidOctets};
+use crate::syncrepl::cookie::CsnSet;
 
 /// How a refresh answers a cookie.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,15 +105,13 @@ impl SessionLog {
         );
         self.last_lsn = note.lsn;
         if let Some(csn) = &note.csn {
-            self.context.raise(csn);
+            self.context.insert(csn.clone());
         }
         self.notes.push_back(note);
         while self.notes.len() > self.capacity {
             if let Some(old) = self.notes.pop_front() {
                 match &old.csn {
-                    Some(csn) => {
-                        self.floor.raise(csn);
-                    }
+                    Some(csn) => self.floor.insert(csn.clone()),
                     None => self.dropped_unstamped = true,
                 }
             }
@@ -127,10 +125,10 @@ impl SessionLog {
             return RefreshPlan::Full;
         }
         let present = || RefreshPlan::Present(cookie.clone());
-        if cookie.ahead_of(&self.context) || self.dropped_unstamped {
+        if !cookie.is_covered_by(&self.context) || self.dropped_unstamped {
             return present();
         }
-        if self.floor.iter().any(|(_, f)| cookie.lacks(f)) {
+        if self.floor.iter().any(|f| cookie.lacks(f)) {
             return present();
         }
         // The last change of each entry the cookie lacks, in order.
@@ -174,15 +172,16 @@ impl SessionLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syncrepl::cookie::Csn;
 
-    fn csn(n: u32) -> String {
-        format!("20261127010203.{n:06}Z#000000#001#000000")
+    fn csn(n: u32) -> Csn {
+        Csn::parse(&format!("20261127010203.{n:06}Z#000000#001#000000")).unwrap()
     }
 
     fn note(lsn: Lsn, n: u32, uuid: u8, kind: NoteKind) -> Arc<ChangeNote> {
         Arc::new(ChangeNote {
             lsn,
-            csn: Some(csn(n).into()),
+            csn: Some(csn(n)),
             uuid: Some([uuid; 16]),
             kind,
             old_dn: None,
@@ -193,9 +192,7 @@ mod tests {
     }
 
     fn set(n: u32) -> CsnSet {
-        let mut s = CsnSet::new();
-        s.raise(&csn(n));
-        s
+        CsnSet::from_csns([csn(n)])
     }
 
     #[test]
@@ -228,7 +225,7 @@ mod tests {
                 deleted: vec![]
             }
         );
-        assert_eq!(log.plan(&CsnSet::new()), RefreshPlan::Full);
+        assert_eq!(log.plan(&CsnSet::default()), RefreshPlan::Full);
     }
 
     #[test]
@@ -245,8 +242,7 @@ mod tests {
         // Ahead of the directory (restored from an older backup).
         assert_eq!(log.plan(&set(20)), RefreshPlan::Present(set(20)));
         // Another server's state only: lacks every change of server 1 before the log.
-        let mut other = CsnSet::new();
-        other.raise("20261127010203.000009Z#000000#002#000000");
+        let other = CsnSet::from_csns([Csn::parse("20261127010203.000009Z#000000#002#000000").unwrap()]);
         assert!(matches!(log.plan(&other), RefreshPlan::Present(_)));
     }
 

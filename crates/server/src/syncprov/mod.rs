@@ -3,7 +3,8 @@
 //! directory (SSSD, Keycloak, identity connectors) stay in step with this server.
 //!
 //! Parts, one file each:
-//! - [`cookie`]: the cookies in OpenLDAP's form and the CSN sets they carry;
+//! - cookies in OpenLDAP's form and the CSN sets they carry are the consumer's
+//!   ([`crate::syncrepl::cookie`]), one reading and writing for both sides;
 //! - [`note`]: what is kept of one committed change;
 //! - [`log`]: the session log of recent changes and the context CSNs, which decide how a
 //!   cookie is answered (full, present phase, or delta);
@@ -39,7 +40,6 @@
 //! - The thread holds no handle that keeps the store open: it reads versions through its
 //!   feed subscription.
 
-pub mod cookie;
 pub(crate) mod feeder;
 pub mod log;
 pub mod note;
@@ -54,12 +54,12 @@ use larch_model::schema::Schema;
 use larch_proto::ResultCode;
 use larch_store::Store;
 
-use self::cookie::CsnSet;
 use self::log::{RefreshPlan, SessionLog};
 use self::persist::{Live, PersistContext, PersistSearch, PersistSink, Persistent, Stage};
 use crate::acl::AccessRules;
 use crate::error::OpError;
 use crate::opattrs::OperationalTypes;
+use crate::syncrepl::cookie::CsnSet;
 
 /// How often the thread passes over the persistent searches when no change comes: the
 /// longest a message waits after its connection has room again, and after an Abandon.

@@ -16,6 +16,8 @@ use larch_store::wal::record::Change;
 use larch_store::wal::Lsn;
 use larch_store::CommittedChange;
 
+use crate::syncrepl::cookie::Csn;
+
 /// The 16 octets of an entryUUID (RFC 4530), as a Sync State control carries them.
 pub type UuidOctets = [u8; 16];
 
@@ -37,8 +39,8 @@ pub enum NoteKind {
 pub struct ChangeNote {
     /// The change's LSN.
     pub lsn: Lsn,
-    /// The change's entryCSN, when its record carries one.
-    pub csn: Option<Box<str>>,
+    /// The change's entryCSN, when its record carries one (of the right shape).
+    pub csn: Option<Csn>,
     /// The entry's entryUUID, when its record carries one.
     pub uuid: Option<UuidOctets>,
     /// What happened.
@@ -78,7 +80,7 @@ impl ChangeNote {
         let found = scan_identity(attrs);
         ChangeNote {
             lsn: c.lsn,
-            csn: found.csn.map(Into::into),
+            csn: found.csn.and_then(|c| Csn::parse(&c).ok()),
             uuid: found.uuid,
             kind,
             old_dn,

@@ -33,7 +33,7 @@ use larch_store::Store;
 
 use super::apply::{store_cookie_now, ApplyContext};
 use super::connection::{ClientTls, Connection};
-use super::cookie::{Csn, CsnSet};
+use super::cookie::CsnSet;
 use super::error::SyncError;
 use crate::config::ReplicationSettings;
 
@@ -195,21 +195,7 @@ pub fn seed_cookie(store: &Store, ctx: &Arc<ApplyContext>) -> Result<usize, Sync
     let Some(base) = version.find(&ctx.base) else {
         return Ok(0);
     };
-    let mut csns = CsnSet::default();
-    for id in version.subtree(base) {
-        let Some(entry) = version.entry(id) else { continue };
-        let value = entry
-            .attrs()
-            .attribute(ctx.optypes.entry_csn)
-            .flat_map(|a| a.values.iter())
-            .next();
-        if let Some(csn) = value
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .and_then(|t| Csn::parse(t).ok())
-        {
-            csns.insert(csn);
-        }
-    }
+    let csns = CsnSet::of_entries(&version, version.subtree(base), ctx.optypes.entry_csn);
     if csns.is_empty() {
         return Ok(0);
     }

@@ -12,6 +12,9 @@
 //! A CSN is `YYYYmmddHHMMSS.ffffffZ#cccccc#sss#mmmmmm` (time, change count, server ID,
 //! modifier; fixed width, so octet order is time order). The server ID is read from it.
 //!
+//! The provider ([`crate::syncprov`]) reads its consumers' cookies and writes its own with
+//! the same types.
+//!
 //! The CSN set of a consumer is kept as the `contextCSN` values of its replication base
 //! entry (`super::apply`); the cookie sent to the provider is rebuilt from them at start
 //! ([`Cookie::format`]).
@@ -145,6 +148,44 @@ impl CsnSet {
     /// The greatest CSN (the newest change), whatever its server.
     pub fn newest(&self) -> Option<&Csn> {
         self.0.values().max()
+    }
+
+    /// True when a change of CSN `csn` is one the holder of this state has not seen: its
+    /// server's CSN here is older, or the server is not here (the provider's test of what
+    /// a consumer lacks).
+    pub fn lacks(&self, csn: &Csn) -> bool {
+        self.0.get(&csn.sid()).is_none_or(|held| held < csn)
+    }
+
+    /// The CSNs separated by `;`, as a cookie's `csn=` field and `contextCSN` reports show
+    /// them.
+    pub fn joined(&self) -> String {
+        self.iter().map(Csn::as_str).collect::<Vec<_>>().join(";")
+    }
+
+    /// The largest `entryCSN` per server ID among entries `ids` of `version` (what a
+    /// directory's context CSNs are, short of the deletes since its last entry change).
+    pub fn of_entries(
+        version: &larch_store::Version,
+        ids: impl Iterator<Item = larch_store::EntryId>,
+        entry_csn: larch_model::schema::AttributeTypeId,
+    ) -> CsnSet {
+        let mut set = CsnSet::default();
+        for id in ids {
+            let Some(entry) = version.entry(id) else { continue };
+            let value = entry
+                .attrs()
+                .attribute(entry_csn)
+                .flat_map(|a| a.values.iter())
+                .next();
+            if let Some(csn) = value
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(|t| Csn::parse(t).ok())
+            {
+                set.insert(csn);
+            }
+        }
+        set
     }
 
     /// True when every CSN of `self` is at or below the one `other` holds for its server:
