@@ -13,9 +13,13 @@
 //!    last change seen (noted or not).
 //! 2. `context` holds, per server ID, the largest CSN of the directory: the largest
 //!    `entryCSN` when the log started, raised by each change since.
-//! 3. The log holds every change whose CSN is later than `floor`'s CSN of its server:
-//!    `floor` starts as the context when the log starts, and is raised by each note the
-//!    log drops. A server absent from `floor` has all its changes in the log.
+//! 3. The log holds every change whose CSN is later than `floor`'s CSN of its server, and
+//!    than `started`'s: `started` is the context when the log starts (a delete made before
+//!    then left no CSN on any entry, so a cookie *equal* to it may still lack one: only a
+//!    cookie strictly later for each of its servers is covered), and `floor` is raised by
+//!    each note the log drops (a cookie holding a dropped note's CSN has seen it and
+//!    everything of its server before it). A server absent from both has all its changes
+//!    in the log.
 //! 4. A cookie is answered with a delta only when the log holds every change the cookie
 //!    lacks (3), each of them with a CSN and a UUID, and the cookie is not ahead of
 //!    `context` (a consumer that saw changes this directory does not have, after a restore
@@ -58,6 +62,7 @@ pub struct SessionLog {
     capacity: usize,
     context: CsnSet,
     floor: CsnSet,
+    started: CsnSet,
     /// A note without a CSN was dropped: the log can no longer tell what it missed.
     dropped_unstamped: bool,
     last_lsn: Lsn,
@@ -70,7 +75,8 @@ impl SessionLog {
         SessionLog {
             notes: VecDeque::new(),
             capacity: capacity.max(1),
-            floor: context.clone(),
+            floor: CsnSet::default(),
+            started: context.clone(),
             context,
             dropped_unstamped: false,
             last_lsn: lsn,
@@ -129,6 +135,13 @@ impl SessionLog {
             return present();
         }
         if self.floor.iter().any(|f| cookie.lacks(f)) {
+            return present();
+        }
+        if self
+            .started
+            .iter()
+            .any(|s| cookie.get(s.sid()).is_none_or(|c| c <= s))
+        {
             return present();
         }
         // The last change of each entry the cookie lacks, in order.
@@ -197,7 +210,7 @@ mod tests {
 
     #[test]
     fn delta_names_each_entry_once_by_its_last_change() {
-        let mut log = SessionLog::new(10, set(10), 100);
+        let mut log = SessionLog::new(10, set(9), 100);
         log.push(note(11, 11, 1, NoteKind::Add));
         log.push(note(12, 12, 2, NoteKind::Modify));
         log.push(note(13, 13, 1, NoteKind::Modify));
@@ -239,6 +252,10 @@ mod tests {
         assert!(matches!(log.plan(&set(11)), RefreshPlan::Delta { .. }));
         // Before the log began.
         assert_eq!(log.plan(&set(5)), RefreshPlan::Present(set(5)));
+        // Equal to the directory's state when the log began: a delete made just before
+        // (its CSN on no entry) may be missing, so not a delta.
+        let fresh = SessionLog::new(10, set(10), 100);
+        assert_eq!(fresh.plan(&set(10)), RefreshPlan::Present(set(10)));
         // Ahead of the directory (restored from an older backup).
         assert_eq!(log.plan(&set(20)), RefreshPlan::Present(set(20)));
         // Another server's state only: lacks every change of server 1 before the log.

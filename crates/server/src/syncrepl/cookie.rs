@@ -150,6 +150,11 @@ impl CsnSet {
         self.0.values().max()
     }
 
+    /// The CSN held for server `sid`.
+    pub fn get(&self, sid: u16) -> Option<&Csn> {
+        self.0.get(&sid)
+    }
+
     /// True when a change of CSN `csn` is one the holder of this state has not seen: its
     /// server's CSN here is older, or the server is not here (the provider's test of what
     /// a consumer lacks).
