@@ -449,8 +449,27 @@ def test_persist_sends_changes_as_they_commit(provider, tree):
         if any(dn.lower().startswith("uid=live,") for dn, _ in f.entries.values()):
             break
     assert any(dn.lower().startswith("uid=live,") for dn, _ in f.entries.values())
+    if provider.kind == "larch":
+        # cn=Monitor counts the live persistent search, and the session log holds changes.
+        assert monitor_counter(provider, "cn=Persistent Searches,cn=Sync Provider,cn=Monitor") >= 1
+        assert monitor_counter(provider, "cn=Session Log,cn=Sync Provider,cn=Monitor") >= 1
     f.abandon(msgid)
     f.unbind_s()
+    if provider.kind == "larch":
+        deadline = time.monotonic() + 10
+        while monitor_counter(provider, "cn=Persistent Searches,cn=Sync Provider,cn=Monitor") > 0:
+            assert time.monotonic() < deadline, "the abandoned persistent search is still counted"
+            time.sleep(0.1)
+
+
+def monitor_counter(srv, dn):
+    conn = connect(srv, srv.admin_dn, srv.admin_pw)
+    try:
+        conn.search(dn, "(objectClass=*)", ldap3.BASE, attributes=["monitorCounter"])
+        assert_result(conn, "success")
+        return int(conn.response[0]["raw_attributes"]["monitorCounter"][0])
+    finally:
+        conn.unbind()
 
 
 def test_a_cookie_that_does_not_parse_gets_a_full_refresh(provider, tree):

@@ -56,6 +56,8 @@ pub struct ServerReport {
     pub open_files: Option<u64>,
     /// The `[[replication]]` consumers' status (empty when this server is not a replica).
     pub replication: Vec<crate::syncrepl::StatusView>,
+    /// The synchronization provider's status (`None` with `sync_provider.enabled = false`).
+    pub sync_provider: Option<crate::syncprov::ProviderStatus>,
 }
 
 /// The threads the server runs.
@@ -131,6 +133,7 @@ impl ServerReport {
             resident_bytes: status_field(&status, "VmRSS:").map(|kib| kib * 1024),
             open_files: open_files(),
             replication: dir.replication.views(),
+            sync_provider: dir.sync_provider.as_ref().map(|p| p.status()),
         }
     }
 }

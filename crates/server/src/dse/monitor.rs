@@ -46,6 +46,11 @@
 //!       cn=CSN                              monitoredObject (newest CSN stored)
 //!       cn=Changes                          monitorCounterObject (entries changed)
 //!       cn=Last Error                       monitoredObject (time and text; "none")
+//!   cn=Sync Provider +                      monitorContainer (unless sync_provider.enabled = false)
+//!     cn=Context CSN                        monitoredObject (the context CSNs, `;`-separated)
+//!     cn=Session Log                        monitorCounterObject (changes held)
+//!     cn=Persistent Searches                monitorCounterObject (live)
+//!     cn=Refreshing Searches                monitorCounterObject (persist asked, refresh running)
 //! ```
 //!
 //! Every attribute but `objectClass`, `cn` and `description` is operational, as in slapd:
@@ -93,6 +98,7 @@ pub fn monitor_entries(dir: &Directory, report: &ServerReport) -> Vec<DseEntry> 
     time(&mut t, report);
     store(&mut t, report);
     replication(&mut t, report);
+    sync_provider(&mut t, report);
     t.out
 }
 
@@ -456,6 +462,24 @@ fn store(t: &mut Tree<'_>, report: &ServerReport) {
             );
         });
     }
+}
+
+fn sync_provider(t: &mut Tree<'_>, report: &ServerReport) {
+    let Some(p) = &report.sync_provider else { return };
+    let top = t.container(
+        MONITOR_DN,
+        "Sync Provider",
+        "The content synchronization provider (RFC 4533) replicas follow.",
+    );
+    let context = if p.context_csn.is_empty() {
+        "none"
+    } else {
+        &p.context_csn
+    };
+    t.info(&top, "Context CSN", context);
+    t.counter(&top, "Session Log", p.session_log as u64);
+    t.counter(&top, "Persistent Searches", p.persistent as u64);
+    t.counter(&top, "Refreshing Searches", p.refreshing as u64);
 }
 
 fn replication(t: &mut Tree<'_>, report: &ServerReport) {

@@ -50,6 +50,7 @@ pub fn render(report: &ServerReport) -> String {
     threads(&mut w, report);
     process(&mut w, report);
     replication(&mut w, report);
+    sync_provider(&mut w, report);
     w.out
 }
 
@@ -96,6 +97,31 @@ fn replication(w: &mut Writer, report: &ServerReport) {
         let rid = r.rid.to_string();
         let t = r.last_error.as_ref().map_or(0.0, |(t, _)| unix_seconds(*t));
         w.sample_f("larch_replication_last_error_time_seconds", &[("rid", &rid)], t);
+    }
+}
+
+/// The synchronization provider: its session log and its consumers' searches.
+fn sync_provider(w: &mut Writer, report: &ServerReport) {
+    let Some(p) = &report.sync_provider else { return };
+    for (name, help, value) in [
+        (
+            "larch_syncprov_session_log_changes",
+            "Changes the synchronization provider's session log holds (for delta refreshes).",
+            p.session_log as u64,
+        ),
+        (
+            "larch_syncprov_persistent_searches",
+            "Consumers following the directory in refreshAndPersist mode, past their refresh.",
+            p.persistent as u64,
+        ),
+        (
+            "larch_syncprov_refreshing_searches",
+            "refreshAndPersist searches still in their refresh.",
+            p.refreshing as u64,
+        ),
+    ] {
+        w.family(name, "gauge", help);
+        w.sample(name, &[], value);
     }
 }
 
@@ -664,6 +690,7 @@ mod tests {
             resident_bytes: Some(1 << 20),
             open_files: Some(12),
             replication: Vec::new(),
+            sync_provider: None,
         }
     }
 

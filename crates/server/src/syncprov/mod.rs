@@ -132,7 +132,7 @@ pub struct ProviderStatus {
     pub session_log: usize,
     /// The context CSNs, `;`-separated.
     pub context_csn: String,
-    /// Searches refreshing with persist asked for, and live persistent searches.
+    /// refreshAndPersist searches still in their refresh.
     pub refreshing: usize,
     /// Live persistent searches.
     pub persistent: usize,
