@@ -86,13 +86,17 @@ def full_contents(srv):
     """`contents` with memberOf and transitiveMemberOf too (what Larch replicas copy)."""
     conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
     try:
-        entries = conn.extend.standard.paged_search(BASE, "(objectClass=*)", search_scope=ldap3.SUBTREE,
-                                                    attributes=["*"] + OPERATIONAL, paged_size=200,
-                                                    generator=False)
-        return {e["dn"].lower(): (e["dn"], {k.lower(): sorted(v) for k, v in e["raw_attributes"].items() if v})
-                for e in entries or [] if e.get("type") == "searchResEntry"}
+        return paged_contents(conn, ["*"] + OPERATIONAL)
     finally:
         conn.unbind()
+
+
+def paged_contents(conn, attributes):
+    """Every entry below the suffix, in `contents`' shape, read with paging."""
+    entries = conn.extend.standard.paged_search(BASE, "(objectClass=*)", search_scope=ldap3.SUBTREE,
+                                                attributes=attributes, paged_size=200, generator=False)
+    return {e["dn"].lower(): (e["dn"], {k.lower(): sorted(v) for k, v in e["raw_attributes"].items() if v})
+            for e in entries or [] if e.get("type") == "searchResEntry"}
 
 
 def converge(provider, consumer, read=full_contents, deadline=CONVERGE_S):
@@ -208,12 +212,8 @@ def slapd_contents(consumer):
     """`contents` of a SlapdConsumer (bound as its own rootdn)."""
     conn = consumer.connection()
     try:
-        entries = conn.extend.standard.paged_search(BASE, "(objectClass=*)", search_scope=ldap3.SUBTREE,
-                                                    attributes=["*", "entryUUID", "entryCSN", "createTimestamp",
-                                                                "modifyTimestamp", "creatorsName", "modifiersName"],
-                                                    paged_size=200, generator=False)
-        return {e["dn"].lower(): (e["dn"], {k.lower(): sorted(v) for k, v in e["raw_attributes"].items() if v})
-                for e in entries or [] if e.get("type") == "searchResEntry"}
+        return paged_contents(conn, ["*", "entryUUID", "entryCSN", "createTimestamp", "modifyTimestamp",
+                                     "creatorsName", "modifiersName"])
     finally:
         conn.unbind()
 

@@ -28,6 +28,7 @@ import pytest
 import conftest
 import ldapwire
 from ldaputil import add_ok, assert_result, connect, delete_tree
+from test_syncrepl_consumer import differences
 
 SLAPD_GLOBAL = "moduleload syncprov"
 SLAPD_DB = "overlay syncprov\nsyncprov-sessionlog 1000\nsyncprov-checkpoint 100 1\nindex entryCSN,entryUUID eq"
@@ -150,8 +151,9 @@ def consumers(provider):
 
 
 def dump(conn):
-    """{normalized DN: {attribute: sorted values}} of everything below the suffix that a
-    replica must hold."""
+    """{normalized DN: (normalized DN, {attribute: sorted values})} of everything below the
+    suffix that a replica must hold (the shape test_syncrepl_consumer's `differences`
+    compares)."""
     conn.search(conftest.BASE, "(objectClass=*)", ldap3.SUBTREE, attributes=["*", "+"])
     out = {}
     for e in conn.response or []:
@@ -162,7 +164,7 @@ def dump(conn):
             key = name.lower()
             if key in KEPT_OPERATIONAL or not is_operational(key):
                 attrs[key] = sorted(v.lower() if key in ("memberof",) else v for v in vals)
-        out[e["dn"].lower()] = attrs
+        out[e["dn"].lower()] = (e["dn"].lower(), attrs)
     return out
 
 
@@ -201,26 +203,9 @@ def assert_converges(provider, consumer, timeout=CONVERGE_S):
             return want
         if time.monotonic() > deadline:
             raise AssertionError(f"the consumer did not converge in {timeout}s: {len(want)} entries on the "
-                                 f"provider, {len(got)} on the consumer; {difference(want, got)}\n"
+                                 f"provider, {len(got)} on the consumer; {'; '.join(differences(want, got))}\n"
                                  f"consumer stderr:\n{consumer.stderr_tail()}")
         time.sleep(0.2)
-
-
-def difference(want, got):
-    """The first differences between two dumps, for a failure's message."""
-    out = []
-    for dn in sorted(set(want) | set(got)):
-        if dn not in got:
-            out.append(f"missing {dn}")
-        elif dn not in want:
-            out.append(f"extra {dn}")
-        else:
-            for attr in sorted(set(want[dn]) | set(got[dn])):
-                if want[dn].get(attr) != got[dn].get(attr):
-                    out.append(f"{dn} {attr}: provider {want[dn].get(attr)}, consumer {got[dn].get(attr)}")
-        if len(out) >= 8:
-            break
-    return "; ".join(out)
 
 
 _counter = [0]

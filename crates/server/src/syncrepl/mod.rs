@@ -76,6 +76,24 @@ pub struct Replica {
     pub status: Arc<ConsumerStatus>,
 }
 
+impl Replica {
+    /// What applying this table's changes needs.
+    fn apply_context(
+        &self,
+        schema: &Arc<Schema>,
+        suffixes: &[NormDn],
+        optypes: OperationalTypes,
+    ) -> Result<apply::ApplyContext, String> {
+        apply::ApplyContext::new(
+            Arc::clone(schema),
+            self.base.clone(),
+            self.settings.scope,
+            suffixes.to_vec(),
+            optypes,
+        )
+    }
+}
+
 /// Every configured consumer (none when this server is not a replica).
 #[derive(Debug, Default)]
 pub struct Replication {
@@ -135,13 +153,7 @@ impl Replication {
         let Some(r) = self.snapshot_table() else {
             return Ok(0);
         };
-        let ctx = apply::ApplyContext::new(
-            Arc::clone(schema),
-            r.base.clone(),
-            r.settings.scope,
-            suffixes.to_vec(),
-            optypes,
-        )?;
+        let ctx = r.apply_context(schema, suffixes, optypes)?;
         bootstrap::seed_cookie(store, &Arc::new(ctx)).map_err(|e| e.to_string())
     }
 
@@ -158,13 +170,7 @@ impl Replication {
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::with_capacity(self.consumers.len());
         for r in &self.consumers {
-            let ctx = apply::ApplyContext::new(
-                Arc::clone(schema),
-                r.base.clone(),
-                r.settings.scope,
-                suffixes.to_vec(),
-                optypes,
-            )?;
+            let ctx = r.apply_context(schema, suffixes, optypes)?;
             let consumer = consumer::Consumer {
                 settings: r.settings.clone(),
                 status: Arc::clone(&r.status),
