@@ -43,16 +43,7 @@ impl Session {
     ) {
         let to = match self.backup_target(req, controls) {
             Ok(to) => to,
-            Err(e) => {
-                let reply = Reply::from(e);
-                return self.complete(
-                    &trace,
-                    pdu,
-                    None,
-                    out,
-                    Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
-                );
-            }
+            Err(e) => return self.refuse_extended(&trace, pdu, out, e),
         };
         let store = self.dir.store.clone();
         let options = BackupOptions {
@@ -87,15 +78,35 @@ impl Session {
         });
     }
 
+    /// Ends an extended operation refused before it started with `e`.
+    pub(super) fn refuse_extended(&mut self, trace: &OpTrace, pdu: &[u8], out: &mut Vec<u8>, e: OpError) {
+        let reply = Reply::from(e);
+        self.complete(
+            trace,
+            pdu,
+            None,
+            out,
+            Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
+        );
+    }
+
+    /// `insufficientAccessRights` (50) for anyone but the configured administrator: an
+    /// operation that copies every entry, passwords included (a backup, a snapshot sent to
+    /// a replica).
+    pub(super) fn administrator_only(&self, what: &str) -> Result<(), OpError> {
+        if self.identity.is_admin() {
+            return Ok(());
+        }
+        Err(OpError::new(
+            ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
+            format!("only the administrator may {what}"),
+        ))
+    }
+
     /// Step 1: the directory to write, or the error to answer.
     fn backup_target(&self, req: ExtendedRequest<'_>, controls: Controls<'_>) -> Result<PathBuf, OpError> {
         RequestControls::parse(controls, OpKind::Extended)?;
-        if !self.identity.is_admin() {
-            return Err(OpError::new(
-                ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
-                "only the administrator may take a backup",
-            ));
-        }
+        self.administrator_only("take a backup")?;
         let request =
             BackupRequest::decode_value(req.value).map_err(|e| OpError::protocol(format!("Backup: {e}")))?;
         let text = std::str::from_utf8(request.directory)

@@ -78,16 +78,7 @@ impl Session {
     ) {
         let place = match self.transfer_allowed(req, controls) {
             Ok(place) => place,
-            Err(e) => {
-                let reply = Reply::from(e);
-                return self.complete(
-                    &trace,
-                    pdu,
-                    None,
-                    out,
-                    Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
-                );
-            }
+            Err(e) => return self.refuse_extended(&trace, pdu, out, e),
         };
         let store = self.dir.store.clone();
         let tx = self.out_tx.clone();
@@ -109,30 +100,16 @@ impl Session {
                 finish(reply, &completion, &tx, &runtime);
             });
         if started.is_err() {
-            let reply = Reply::from(OpError::new(
-                ResultCode::BUSY,
-                "no thread for the transfer; try again",
-            ));
             // The completion moved into the closure that was not run: answer here.
-            self.complete(
-                &trace,
-                pdu,
-                None,
-                out,
-                Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
-            );
+            let e = OpError::new(ResultCode::BUSY, "no thread for the transfer; try again");
+            self.refuse_extended(&trace, pdu, out, e);
         }
     }
 
     /// Step 1: whether this request may run now.
     fn transfer_allowed(&self, req: ExtendedRequest<'_>, controls: Controls<'_>) -> Result<Place, OpError> {
         RequestControls::parse(controls, OpKind::Extended)?;
-        if !self.identity.is_admin() {
-            return Err(OpError::new(
-                ResultCode::INSUFFICIENT_ACCESS_RIGHTS,
-                "only the administrator may receive a snapshot of the directory",
-            ));
-        }
+        self.administrator_only("receive a snapshot of the directory")?;
         if req.value.is_some() {
             return Err(OpError::protocol(
                 "the snapshot transfer request carries no value",
