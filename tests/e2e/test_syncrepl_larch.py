@@ -16,8 +16,10 @@ The comparison helpers and the write load are the consumer tests' (test_syncrepl
 import os
 import random
 import shutil
+import subprocess
 import tempfile
 import time
+import urllib.request
 
 import ldap3
 import pytest
@@ -119,13 +121,43 @@ def load(srv, n=INITIAL):
     ldaputil.ldapadd_ok(srv, ldif)
 
 
-def larch_pair(chain):
-    provider = chain.server("larch", "provider")
+def larch_pair(chain, metrics=False):
+    """A loaded Larch provider and a Larch replica of it (rid 11), each with a `/metrics`
+    listener (its port as `.metrics_port`) when asked."""
+    def listener(srv_extra=""):
+        if not metrics:
+            return srv_extra, None
+        port = conftest.free_port()
+        return srv_extra + f'\n[metrics]\nlisten = "127.0.0.1:{port}"\n', port
+
+    toml, port = listener()
+    provider = chain.server("larch", "provider", larch_extra_toml=toml)
+    provider.metrics_port = port
     provider.start()
     load(provider)
-    consumer = chain.server("larch", "consumer", larch_extra_toml=replication_toml(11, provider))
+    toml, port = listener(replication_toml(11, provider))
+    consumer = chain.server("larch", "consumer", larch_extra_toml=toml)
+    consumer.metrics_port = port
     consumer.start()
     return provider, consumer
+
+
+def metrics_text(srv):
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def metric_lines(text, name):
+    """The sample lines of metric `name`."""
+    return [line for line in text.splitlines() if line.startswith(name + "{") or line.startswith(name + " ")]
+
+
+def promtool_accepts(text):
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        return
+    p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
 
 
 def test_a_larch_replica_of_larch_follows_every_kind_of_change(chain):
@@ -152,6 +184,82 @@ def test_a_larch_replica_of_larch_follows_every_kind_of_change(chain):
     c.delete(people[0])
     ldaputil.assert_result(c, "success")
     c.unbind()
+    converge(provider, consumer)
+
+
+def monitor_values(srv, base):
+    """{lowercased cn: monitoredInfo or monitorCounter} of the entries right below `base`."""
+    conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
+    try:
+        _, entries = ldaputil.search_entries(conn, base, scope=ldap3.LEVEL,
+                                             attrs=["cn", "monitoredInfo", "monitorCounter"])
+    finally:
+        conn.unbind()
+    out = {}
+    for e in entries:
+        value = ldaputil.values(e, "monitoredInfo") or ldaputil.values(e, "monitorCounter")
+        out[ldaputil.values(e, "cn")[0].lower()] = value[0] if value else None
+    return out
+
+
+def provider_searches(provider):
+    """The provider's refreshAndPersist searches as cn=Monitor shows them."""
+    conn = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
+    try:
+        _, entries = ldaputil.search_entries(conn, "cn=Sync Provider,cn=Monitor", "(cn=Search *)",
+                                             scope=ldap3.LEVEL, attrs=["cn"])
+    finally:
+        conn.unbind()
+    return [monitor_values(provider, e["dn"]) for e in entries]
+
+
+def test_lag_and_state_are_watched_on_both_sides(chain):
+    """The provider shows each persistent search (who, state, changes sent, lag in changes
+    and seconds); the replica its lag and the delay of the last change."""
+    provider, consumer = larch_pair(chain, metrics=True)
+    converge(provider, consumer)
+    c = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
+    for i in range(5):
+        c.modify(f"cn=p{i:05d},ou=people,{BASE}", {"description": [(ldap3.MODIFY_REPLACE, [f"lag {i}"])]})
+        ldaputil.assert_result(c, "success")
+    c.unbind()
+    converge(provider, consumer)
+    deadline = time.monotonic() + 10
+    while True:
+        searches = provider_searches(provider)
+        replica = monitor_values(consumer, "cn=Consumer 11,cn=Replication,cn=Monitor")
+        settled = (len(searches) == 1 and searches[0]["lag changes"] == "0"
+                   and searches[0]["changes sent"] not in (None, "0") and replica["lag seconds"] == "0.000")
+        if settled or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert len(searches) == 1, searches
+    s = searches[0]
+    assert s["rid"] == "11" and s["state"] == "persisting", s
+    assert s["identity"].lower() == provider.admin_dn.lower(), s
+    assert s["peer"].startswith("127.0.0.1:"), s
+    assert int(s["changes sent"]) >= 5 and s["lag changes"] == "0" and s["lag seconds"] == "0.000", s
+    assert s["csn"] != "none", s
+    assert replica["lag seconds"] == "0.000", replica
+    assert replica["last change delay"] != "none" and float(replica["last change delay"]) < 10, replica
+    # The same in /metrics, which Prometheus' checker accepts.
+    text = metrics_text(provider)
+    lines = metric_lines(text, "larch_syncprov_consumer_lag_changes")
+    assert len(lines) == 1 and 'rid="11"' in lines[0] and lines[0].endswith(" 0"), lines
+    assert metric_lines(text, "larch_syncprov_context_csn_time_seconds"), text
+    promtool_accepts(text)
+    text = metrics_text(consumer)
+    assert metric_lines(text, "larch_replication_lag_seconds") == ['larch_replication_lag_seconds{rid="11"} 0'], text
+    assert len(metric_lines(text, "larch_replication_last_change_delay_seconds")) == 1, text
+    assert len(metric_lines(text, "larch_replication_last_csn_time_seconds")) == 1, text
+    promtool_accepts(text)
+
+    # Stopped, the replica's lag grows from the moment it stopped being in step.
+    provider.stop()
+    time.sleep(1.5)
+    lag = monitor_values(consumer, "cn=Consumer 11,cn=Replication,cn=Monitor")["lag seconds"]
+    assert 1.0 <= float(lag) < 60, lag
+    provider.start()
     converge(provider, consumer)
 
 
@@ -246,7 +354,6 @@ def test_a_new_replica_starts_from_the_providers_snapshot(chain):
 
 
 def changes_applied(port, rid):
-    import urllib.request
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
     for line in text.splitlines():

@@ -515,7 +515,31 @@ def test_a_consumer_that_stops_reading_holds_up_nobody(provider, tree):
     # Far more was committed for the stalled consumer than its socket holds.
     assert STALLED_WRITES * STALLED_DESCRIPTION > 20 * 4096
     assert writing < 60, f"{STALLED_WRITES} writes took {writing:.1f}s with a stalled consumer"
+    if provider.kind == "larch":
+        # The provider shows how far behind the stalled search is.
+        time.sleep(0.3)
+        lag = stalled_lag(provider)
+        assert lag["state"] == "persisting" and int(lag["lag changes"]) > 0 and float(lag["lag seconds"]) > 0, lag
     stalled.close()
+
+
+def stalled_lag(provider):
+    """cn=Monitor's view of the one refreshAndPersist search on `provider`."""
+    conn = connect(provider, provider.admin_dn, provider.admin_pw)
+    try:
+        conn.search("cn=Sync Provider,cn=Monitor", "(objectClass=*)", ldap3.SUBTREE,
+                    attributes=["cn", "monitoredInfo", "monitorCounter"])
+        assert_result(conn, "success")
+        out = {}
+        for e in conn.response:
+            raw = e["raw_attributes"]
+            parent = e["dn"].lower().split(",", 1)[1]
+            if parent.startswith("cn=search "):
+                v = raw.get("monitoredInfo") or raw.get("monitorCounter")
+                out[raw["cn"][0].decode().lower()] = v[0].decode() if v else None
+        return out
+    finally:
+        conn.unbind()
 
 
 def test_shutdown_ends_persistent_searches(provider, tree):

@@ -150,6 +150,7 @@ fn bench_search(c: &mut Criterion, dir: &Directory, name: &str, who: &Identity, 
             let version = reader.current().clone();
             let ctx = SearchContext {
                 dir,
+                conn: 0,
                 version: &version,
                 identity: who,
                 client: &client,

@@ -483,6 +483,7 @@ impl Harness {
         let version = self.dir.store.current();
         let ctx = SearchContext {
             dir: &self.dir,
+            conn: 0,
             version: &version,
             identity: &who.identity,
             client: &who.client,

@@ -362,6 +362,7 @@ fn search_with(fx: &Fx, id: &Identity, r: &Req, ctls: &[Ctl], sink: &mut dyn Res
     let version = fx.dir.store.current();
     let ctx = SearchContext {
         dir: &fx.dir,
+        conn: 0,
         version: &version,
         identity: id,
         client: &larch_server::client::Client::default(),

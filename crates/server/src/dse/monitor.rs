@@ -45,12 +45,20 @@
 //!       cn=State                            monitoredObject (state, monitorTimestamp since)
 //!       cn=CSN                              monitoredObject (newest CSN stored)
 //!       cn=Changes                          monitorCounterObject (entries changed)
+//!       cn=Lag Seconds                      monitoredObject (time since last in step; "unknown")
+//!       cn=Last Change Delay                monitoredObject (seconds; "none")
 //!       cn=Last Error                       monitoredObject (time and text; "none")
 //!   cn=Sync Provider +                      monitorContainer (unless sync_provider.enabled = false)
 //!     cn=Context CSN                        monitoredObject (the context CSNs, `;`-separated)
 //!     cn=Session Log                        monitorCounterObject (changes held)
 //!     cn=Persistent Searches                monitorCounterObject (live)
 //!     cn=Refreshing Searches                monitorCounterObject (persist asked, refresh running)
+//!     cn=Search N                           monitorContainer (one per refreshAndPersist search)
+//!       cn=Connection, cn=Peer, cn=Identity, monitoredObject
+//!       cn=RID, cn=Base, cn=CSN
+//!       cn=State                            monitoredObject (refreshing, persisting, closing; since)
+//!       cn=Changes Sent, cn=Lag Changes     monitorCounterObject
+//!       cn=Lag Seconds                      monitoredObject
 //! ```
 //!
 //! Every attribute but `objectClass`, `cn` and `description` is operational, as in slapd:
@@ -480,6 +488,41 @@ fn sync_provider(t: &mut Tree<'_>, report: &ServerReport) {
     t.counter(&top, "Session Log", p.session_log as u64);
     t.counter(&top, "Persistent Searches", p.persistent as u64);
     t.counter(&top, "Refreshing Searches", p.refreshing as u64);
+    for f in &p.followers {
+        let name = format!("Search {}", f.id);
+        let who = &f.who;
+        let parent = t.container(
+            &top,
+            &name,
+            &format!("refreshAndPersist search on connection {}", who.conn),
+        );
+        t.info(&parent, "Connection", &who.conn.to_string());
+        let peer = who.peer.map_or_else(|| "none".to_string(), |a| a.to_string());
+        t.info(&parent, "Peer", &peer);
+        t.info(
+            &parent,
+            "Identity",
+            if who.authz_dn.is_empty() {
+                "anonymous"
+            } else {
+                &who.authz_dn
+            },
+        );
+        t.info(
+            &parent,
+            "RID",
+            &who.rid.map_or_else(|| "none".to_string(), |r| r.to_string()),
+        );
+        t.info(&parent, "Base", &who.base);
+        t.entry(&parent, "State", "monitoredObject", |b| {
+            b.add("monitoredInfo", &[f.stage]);
+            b.add("monitorTimestamp", &[generalized_time(who.since)]);
+        });
+        t.counter(&parent, "Changes Sent", f.changes_sent);
+        t.counter(&parent, "Lag Changes", f.lag.changes);
+        t.info(&parent, "Lag Seconds", &format!("{:.3}", f.lag.age.as_secs_f64()));
+        t.info(&parent, "CSN", f.through_csn.as_deref().unwrap_or("none"));
+    }
 }
 
 fn replication(t: &mut Tree<'_>, report: &ServerReport) {
@@ -502,6 +545,14 @@ fn replication(t: &mut Tree<'_>, report: &ServerReport) {
         });
         t.info(&parent, "CSN", r.last_csn.as_deref().unwrap_or("none"));
         t.counter(&parent, "Changes", r.changes_applied);
+        let lag = r
+            .lag(report.now)
+            .map_or_else(|| "unknown".to_string(), |d| format!("{:.3}", d.as_secs_f64()));
+        t.info(&parent, "Lag Seconds", &lag);
+        let delay = r
+            .last_delay
+            .map_or_else(|| "none".to_string(), |d| format!("{:.3}", d.as_secs_f64()));
+        t.info(&parent, "Last Change Delay", &delay);
         let error = match &r.last_error {
             Some((at, text)) => format!("{} {text}", generalized_time(*at)),
             None => "none".to_string(),

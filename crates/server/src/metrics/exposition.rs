@@ -98,6 +98,53 @@ fn replication(w: &mut Writer, report: &ServerReport) {
         let t = r.last_error.as_ref().map_or(0.0, |(t, _)| unix_seconds(*t));
         w.sample_f("larch_replication_last_error_time_seconds", &[("rid", &rid)], t);
     }
+    w.family(
+        "larch_replication_lag_seconds",
+        "gauge",
+        "Seconds since the replica last held everything its provider had sent (0 while persisting in \
+         step; no sample while unknown).",
+    );
+    for r in &report.replication {
+        if let Some(lag) = r.lag(report.now) {
+            let rid = r.rid.to_string();
+            w.sample_f(
+                "larch_replication_lag_seconds",
+                &[("rid", &rid)],
+                lag.as_secs_f64(),
+            );
+        }
+    }
+    w.family(
+        "larch_replication_last_change_delay_seconds",
+        "gauge",
+        "For the newest change applied while persisting: when it was durable here less the time of its CSN.",
+    );
+    for r in &report.replication {
+        if let Some(d) = r.last_delay {
+            let rid = r.rid.to_string();
+            w.sample_f(
+                "larch_replication_last_change_delay_seconds",
+                &[("rid", &rid)],
+                d.as_secs_f64(),
+            );
+        }
+    }
+    w.family(
+        "larch_replication_last_csn_time_seconds",
+        "gauge",
+        "The time of the newest CSN the replica stored, in Unix seconds (compare with the provider's \
+         larch_syncprov_context_csn_time_seconds).",
+    );
+    for r in &report.replication {
+        if let Some(t) = r.last_csn.as_deref().and_then(crate::syncrepl::status::csn_time) {
+            let rid = r.rid.to_string();
+            w.sample_f(
+                "larch_replication_last_csn_time_seconds",
+                &[("rid", &rid)],
+                unix_seconds(t),
+            );
+        }
+    }
 }
 
 /// The synchronization provider: its session log and its consumers' searches.
@@ -122,6 +169,66 @@ fn sync_provider(w: &mut Writer, report: &ServerReport) {
     ] {
         w.family(name, "gauge", help);
         w.sample(name, &[], value);
+    }
+    let newest = p
+        .context_csn
+        .split(';')
+        .filter_map(crate::syncrepl::status::csn_time)
+        .max();
+    if let Some(t) = newest {
+        w.family(
+            "larch_syncprov_context_csn_time_seconds",
+            "gauge",
+            "The time of the newest context CSN (the newest change a consumer can receive), in Unix seconds.",
+        );
+        w.sample_f("larch_syncprov_context_csn_time_seconds", &[], unix_seconds(t));
+    }
+    follower_lags(w, p);
+}
+
+/// Each refreshAndPersist search: changes sent, and how far behind it is (labels: the
+/// connection's number, the cookie's rid, the client's address).
+fn follower_lags(w: &mut Writer, p: &crate::syncprov::ProviderStatus) {
+    if p.followers.is_empty() {
+        return;
+    }
+    let labels: Vec<[String; 3]> = p
+        .followers
+        .iter()
+        .map(|f| {
+            [
+                f.who.conn.to_string(),
+                f.who.rid.map_or_else(String::new, |r| r.to_string()),
+                f.who.peer.map_or_else(String::new, |a| a.to_string()),
+            ]
+        })
+        .collect();
+    type Value = fn(&crate::syncprov::FollowerStatus) -> f64;
+    let families: [(&str, &str, &str, Value); 3] = [
+        (
+            "larch_syncprov_consumer_changes_sent_total",
+            "counter",
+            "Entries a refreshAndPersist search sent since its refresh ended.",
+            |f| f.changes_sent as f64,
+        ),
+        (
+            "larch_syncprov_consumer_lag_changes",
+            "gauge",
+            "Changes committed that a refreshAndPersist search's connection has not yet taken.",
+            |f| f.lag.changes as f64,
+        ),
+        (
+            "larch_syncprov_consumer_lag_seconds",
+            "gauge",
+            "The age of the oldest change a refreshAndPersist search's connection has not yet taken (0: none).",
+            |f| f.lag.age.as_secs_f64(),
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        w.family(name, kind, help);
+        for (f, [conn, rid, peer]) in p.followers.iter().zip(&labels) {
+            w.sample_f(name, &[("conn", conn), ("rid", rid), ("peer", peer)], value(f));
+        }
     }
 }
 

@@ -139,6 +139,8 @@ pub const TIME_CHECK_EVERY: usize = 64;
 pub struct SearchContext<'a> {
     /// The directory.
     pub dir: &'a Directory,
+    /// The connection's number.
+    pub conn: u64,
     /// The version to search (a paged search's later pages use their first page's).
     pub version: &'a Arc<Version>,
     /// The connection's identity (the administrator gets no server limits).
@@ -400,7 +402,7 @@ fn prepare_search(
     let dir = ctx.dir;
     let started = Instant::now();
     let page = paging(req, controls, paged)?;
-    let mut sync = sync::begin(dir, controls)?;
+    let mut sync = sync::begin(ctx, req, controls)?;
     let version = match (&sync, &page.continued) {
         (Some((_, v)), _) => v.clone(),
         (None, Some(c)) => c.version.clone(),

@@ -34,20 +34,21 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use larch_model::dn::NormDn;
 use larch_model::schema::AttributeTypeId;
 use larch_proto::controls::{oid, Control, SyncDone, SyncInfo, SyncMode, SyncState, SyncStateKind};
 use larch_proto::{
     encode_search_result_entry_with_controls, IntermediateResponse, MessageId, ProtocolOp, ResultCode,
-    SearchScope, SeqOf,
+    SearchRequest, SearchScope, SeqOf,
 };
 use larch_store::idset::IdSet;
 use larch_store::{EntryId, Version};
 
 use super::access::FilterCache;
+use super::run::SearchContext;
 use crate::controls::{RequestControls, ResponseControl};
-use crate::directory::Directory;
 use crate::error::OpError;
 use crate::opattrs::OperationalTypes;
 use crate::response::write_message;
@@ -55,7 +56,7 @@ use crate::syncprov::log::RefreshPlan;
 use crate::syncprov::note::{parse_uuid, UuidOctets};
 use crate::syncprov::note::{ChangeNote, NoteKind};
 use crate::syncprov::persist::{PersistContext, PersistSearch};
-use crate::syncprov::Registration;
+use crate::syncprov::{Follower, Registration};
 use crate::syncrepl::cookie::{Cookie, Csn, CsnSet};
 
 /// UUIDs per `syncIdSet` message: a delta's deletes go out in messages of at most this
@@ -91,9 +92,11 @@ struct Delta {
 /// Step 1 and 2: the synchronization state of a search, and the version its refresh reads;
 /// `None` without the control.
 pub(crate) fn begin(
-    dir: &Directory,
+    ctx: &SearchContext<'_>,
+    req: &SearchRequest<'_>,
     controls: &RequestControls<'_>,
 ) -> Result<Option<(SyncRefresh, Arc<Version>)>, OpError> {
+    let dir = ctx.dir;
     let Some(request) = controls.sync else {
         return Ok(None);
     };
@@ -116,7 +119,15 @@ pub(crate) fn begin(
         ));
     };
     let persist = request.mode == SyncMode::RefreshAndPersist;
-    let begun = provider.begin(&cookie.csns, persist)?;
+    let who = Follower {
+        conn: ctx.conn,
+        peer: ctx.client.addr,
+        authz_dn: ctx.identity.dn().to_string(),
+        rid: cookie.rid,
+        base: String::from_utf8_lossy(req.base).into_owned(),
+        since: SystemTime::now(),
+    };
+    let begun = provider.begin(&cookie.csns, persist, who)?;
     // Taken after the registration (step 2).
     let version = dir.store.current();
     let (present, delta) = match begun.plan {

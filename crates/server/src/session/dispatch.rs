@@ -310,6 +310,7 @@ impl Session {
             let identity = self.effective_identity(&controls, &version)?;
             let ctx = SearchContext {
                 dir: &self.dir,
+                conn: self.conn,
                 version: &version,
                 identity: &identity,
                 client: &self.client,

@@ -50,6 +50,7 @@ pub(crate) fn run(
                     .map(|c| Arc::new(ChangeNote::of(c, &schema)))
                     .collect();
                 let v = sub.current();
+                let at = Instant::now();
                 let mut state = provider.lock();
                 if let Some(log) = &mut state.log {
                     for note in &notes {
@@ -57,7 +58,7 @@ pub(crate) fn run(
                     }
                 }
                 for search in &mut state.searches {
-                    search.enqueue(&notes);
+                    search.enqueue(&notes, at);
                 }
                 pass_all(&mut state, &v, &ctx);
             }

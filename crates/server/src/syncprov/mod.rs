@@ -48,13 +48,14 @@ pub(crate) mod persist;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use larch_model::schema::Schema;
 use larch_proto::ResultCode;
 use larch_store::Store;
 
 use self::log::{RefreshPlan, SessionLog};
+pub use self::persist::{Follower, Lag};
 use self::persist::{Live, PersistContext, PersistSearch, PersistSink, Persistent, Stage};
 use crate::acl::AccessRules;
 use crate::error::OpError;
@@ -136,6 +137,25 @@ pub struct ProviderStatus {
     pub refreshing: usize,
     /// Live persistent searches.
     pub persistent: usize,
+    /// Every registered persistent search, oldest first.
+    pub followers: Vec<FollowerStatus>,
+}
+
+/// One persistent search, as monitoring shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerStatus {
+    /// The provider's number for the search.
+    pub id: u64,
+    /// Who follows.
+    pub who: Follower,
+    /// `refreshing`, `persisting` or `closing`.
+    pub stage: &'static str,
+    /// Entries sent since the refresh ended.
+    pub changes_sent: u64,
+    /// How far it is behind.
+    pub lag: Lag,
+    /// The CSN of the newest change its connection has taken, once live.
+    pub through_csn: Option<String>,
 }
 
 impl SyncProvider {
@@ -204,8 +224,8 @@ impl SyncProvider {
     }
 
     /// Step 2: plans the refresh of a consumer whose cookie holds `cookie`, and registers
-    /// it when it persists.
-    pub fn begin(self: &Arc<Self>, cookie: &CsnSet, persist: bool) -> Result<Begun, OpError> {
+    /// it when it persists (`who`: for monitoring).
+    pub fn begin(self: &Arc<Self>, cookie: &CsnSet, persist: bool, who: Follower) -> Result<Begun, OpError> {
         let mut state = self.lock();
         let Some(log) = &state.log else {
             return Err(OpError::new(
@@ -218,7 +238,7 @@ impl SyncProvider {
         let registration = persist.then(|| {
             let id = state.next_id;
             state.next_id += 1;
-            state.searches.push(Persistent::refreshing(id));
+            state.searches.push(Persistent::refreshing(id, who));
             Registration {
                 provider: Arc::clone(self),
                 id,
@@ -267,13 +287,7 @@ impl SyncProvider {
             let _ = sink.offer(out);
             return;
         };
-        search_entry.stage = Stage::Live(Box::new(Live {
-            search,
-            sink,
-            out: backlog,
-            entries: 0,
-            bytes: 0,
-        }));
+        search_entry.stage = Stage::Live(Box::new(Live::new(search, sink, backlog)));
     }
 
     /// What the provider reports.
@@ -293,6 +307,28 @@ impl SyncProvider {
                 .map_or_else(String::new, |l| l.context().joined()),
             refreshing: state.searches.len() - live,
             persistent: live,
+            followers: followers(&state.searches, Instant::now()),
         }
     }
+}
+
+/// What monitoring shows of each search.
+fn followers(searches: &[Persistent], now: Instant) -> Vec<FollowerStatus> {
+    searches
+        .iter()
+        .map(|s| {
+            let (changes_sent, through_csn) = match &s.stage {
+                Stage::Live(live) => (u64::from(live.entries), live.through_csn.clone()),
+                Stage::Refreshing | Stage::Closing(..) => (0, None),
+            };
+            FollowerStatus {
+                id: s.id,
+                who: s.who.clone(),
+                stage: s.stage_name(),
+                changes_sent,
+                lag: s.lag(now),
+                through_csn,
+            }
+        })
+        .collect()
 }

@@ -39,9 +39,19 @@
 //! Memory per search is bounded: [`MAX_QUEUED_NOTES`] queued notes (shared with the
 //! session log), and [`PERSIST_FLUSH_BYTES`] octets plus one message waiting for the
 //! connection. The thread never waits for a client.
+//!
+//! # Lag
+//! A search's lag ([`Persistent::lag`]) is what the provider has committed and the
+//! consumer's connection has not yet taken: the changes queued, plus those whose
+//! messages wait in the search's buffer; in seconds, the age of the oldest of them (from
+//! when the thread took its batch from the feed). Changes the search skips (out of its
+//! scope) count until they are passed over. Octets the connection has taken but the
+//! client has not yet read are not counted: the connection's own limits bound those.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use larch_proto::ResultCode;
 use larch_store::Version;
@@ -111,11 +121,46 @@ pub(crate) struct PersistContext {
     pub sid: u16,
 }
 
+/// Who follows the directory through a persistent search, for monitoring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Follower {
+    /// The connection's number (as in `cn=Connection N,cn=Connections,cn=Monitor`).
+    pub conn: u64,
+    /// The client's address.
+    pub peer: Option<SocketAddr>,
+    /// The identity the search runs as (empty: anonymous).
+    pub authz_dn: String,
+    /// The replica ID its cookie names, if any.
+    pub rid: Option<u16>,
+    /// The search base, as the client wrote it.
+    pub base: String,
+    /// When the search began.
+    pub since: SystemTime,
+}
+
+/// A note waiting for a search, with when the thread took it from the feed.
+#[derive(Debug, Clone)]
+pub(crate) struct Queued {
+    pub note: Arc<ChangeNote>,
+    pub at: Instant,
+}
+
+/// How far a search is behind (see the module documentation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lag {
+    /// Changes committed that the connection has not yet taken.
+    pub changes: u64,
+    /// The age of the oldest of them (zero when there is none).
+    pub age: Duration,
+}
+
 /// One registered persistent search.
 pub(crate) struct Persistent {
     pub id: u64,
+    /// Who follows.
+    pub who: Follower,
     /// Notes not yet turned into messages (step 1 and 2).
-    pub queue: VecDeque<Arc<ChangeNote>>,
+    pub queue: VecDeque<Queued>,
     /// More than [`MAX_QUEUED_NOTES`] queued at some point: the search must end with
     /// `e-syncRefreshRequired`.
     pub overflowed: bool,
@@ -140,6 +185,31 @@ pub(crate) struct Live {
     pub out: Vec<u8>,
     pub entries: u32,
     pub bytes: u64,
+    /// Notes passed over into `out` since the connection last took it, and when the
+    /// oldest of them was queued.
+    pub in_out: u64,
+    pub in_out_since: Option<Instant>,
+    /// The CSN of the newest change the connection has taken (sent or skipped).
+    pub through_csn: Option<String>,
+    /// The CSN of the newest change passed over into `out`.
+    pub out_csn: Option<String>,
+}
+
+impl Live {
+    /// A search whose refresh is over, with `backlog` octets of it not yet sent.
+    pub fn new(search: Box<dyn PersistSearch>, sink: Box<dyn PersistSink>, backlog: Vec<u8>) -> Live {
+        Live {
+            search,
+            sink,
+            out: backlog,
+            entries: 0,
+            bytes: 0,
+            in_out: 0,
+            in_out_since: None,
+            through_csn: None,
+            out_csn: None,
+        }
+    }
 }
 
 /// What a pass did with a search.
@@ -153,17 +223,19 @@ pub(crate) enum Pass {
 
 impl Persistent {
     /// A search registered for its refresh (step 1).
-    pub fn refreshing(id: u64) -> Persistent {
+    pub fn refreshing(id: u64, who: Follower) -> Persistent {
         Persistent {
             id,
+            who,
             queue: VecDeque::new(),
             overflowed: false,
             stage: Stage::Refreshing,
         }
     }
 
-    /// Queues the notes of a batch (never more than [`MAX_QUEUED_NOTES`]).
-    pub fn enqueue(&mut self, notes: &[Arc<ChangeNote>]) {
+    /// Queues the notes of a batch taken from the feed at `at` (never more than
+    /// [`MAX_QUEUED_NOTES`]).
+    pub fn enqueue(&mut self, notes: &[Arc<ChangeNote>], at: Instant) {
         if self.overflowed || matches!(self.stage, Stage::Closing(..)) {
             return;
         }
@@ -172,7 +244,32 @@ impl Persistent {
             self.queue.clear();
             return;
         }
-        self.queue.extend(notes.iter().cloned());
+        self.queue.extend(notes.iter().map(|note| Queued {
+            note: Arc::clone(note),
+            at,
+        }));
+    }
+
+    /// How far the search is behind at `now`.
+    pub fn lag(&self, now: Instant) -> Lag {
+        let (in_out, since) = match &self.stage {
+            Stage::Live(live) => (live.in_out, live.in_out_since),
+            Stage::Refreshing | Stage::Closing(..) => (0, None),
+        };
+        let oldest = since.or_else(|| self.queue.front().map(|q| q.at));
+        Lag {
+            changes: self.queue.len() as u64 + in_out,
+            age: oldest.map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
+        }
+    }
+
+    /// The stage's name, as monitoring shows it.
+    pub fn stage_name(&self) -> &'static str {
+        match self.stage {
+            Stage::Refreshing => "refreshing",
+            Stage::Live(_) => "persisting",
+            Stage::Closing(..) => "closing",
+        }
     }
 
     /// Ends the search because the server shuts down: a live one with `unavailable` (52),
@@ -281,7 +378,7 @@ impl Live {
     }
 
     /// Step 2: sends what waits, turns queued notes into messages, sends them.
-    fn pump(&mut self, queue: &mut VecDeque<Arc<ChangeNote>>, v: &Version, ctx: &PersistContext) -> Pass {
+    fn pump(&mut self, queue: &mut VecDeque<Queued>, v: &Version, ctx: &PersistContext) -> Pass {
         loop {
             if !self.out.is_empty() {
                 let chunk = std::mem::take(&mut self.out);
@@ -295,15 +392,31 @@ impl Live {
                     Offer::Gone => return Pass::Drop,
                 }
             }
+            self.taken();
             if queue.is_empty() {
                 return Pass::Keep;
             }
             while self.out.len() < PERSIST_FLUSH_BYTES {
-                let Some(note) = queue.pop_front() else { break };
-                if self.search.write_note(&note, v, ctx, &mut self.out) {
+                let Some(q) = queue.pop_front() else { break };
+                self.in_out += 1;
+                self.in_out_since.get_or_insert(q.at);
+                if let Some(csn) = &q.note.csn {
+                    self.out_csn = Some(csn.as_str().to_string());
+                }
+                if self.search.write_note(&q.note, v, ctx, &mut self.out) {
                     self.entries += 1;
                 }
             }
+        }
+    }
+
+    /// The connection took everything in `out` (or `out` held nothing for the notes
+    /// passed over): those notes are no longer behind.
+    fn taken(&mut self) {
+        self.in_out = 0;
+        self.in_out_since = None;
+        if let Some(csn) = self.out_csn.take() {
+            self.through_csn = Some(csn);
         }
     }
 }

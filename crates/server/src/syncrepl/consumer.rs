@@ -193,6 +193,9 @@ impl Consumer {
                     }
                 }
             }
+            if !machine.in_refresh() && !pending.changes.is_empty() {
+                self.status.left_step();
+            }
             let idle = !machine.in_refresh() && !conn.has_buffered_pdu();
             if commit || pending.full() || (idle && !pending.changes.is_empty()) {
                 self.commit(&mut machine, std::mem::take(&mut pending)).await?;
@@ -201,7 +204,13 @@ impl Consumer {
                 self.status.set_state(ConsumerState::Persisting);
             }
             if finished {
+                // In step at the end of the poll, and no longer known to be after it.
+                self.status.caught_up();
+                self.status.left_step();
                 return Ok(End::Polled);
+            }
+            if idle && progress.refreshed && pending.changes.is_empty() {
+                self.status.caught_up();
             }
         }
     }
@@ -214,8 +223,11 @@ impl Consumer {
         }
         let applied = self.write(pending.changes, cookie.clone()).await?;
         if let Some(c) = cookie {
-            self.status
-                .applied(applied.changes, c.newest().map(|n| n.as_str()));
+            let newest = c.newest().map(|n| n.as_str());
+            if let Some(csn) = newest.filter(|_| self.status.state() == ConsumerState::Persisting) {
+                self.status.delay_of(csn);
+            }
+            self.status.applied(applied.changes, newest);
             machine.cookie_stored(c);
         } else {
             self.status.applied(applied.changes, None);

@@ -6,6 +6,18 @@
 //! connecting, refreshing, persisting, waiting to retry (with the error and the wait),
 //! idle between refreshOnly polls, stopped.
 //!
+//! # Lag
+//! The replica's lag ([`StatusView::lag`]) is the time since it was last known to hold
+//! everything its provider had sent: zero while persisting with every change received
+//! applied; else the time since the last moment that was so (the end of a refresh or of
+//! a refreshOnly poll, the arrival of the first change not yet applied, the end of a
+//! session); before any such moment since the server started, the age of the newest CSN
+//! stored (the replica's data is at least that old, as far as it knows). What the provider
+//! has not yet sent, the replica cannot see: the provider counts it, per persistent
+//! search, in changes and seconds (`crate::syncprov`). The delay of the newest change
+//! applied while persisting (when it became durable here, less its CSN's time) shows how
+//! long changes take to arrive; it assumes the two servers' clocks agree.
+//!
 //! Invariant: the counter only grows; the state, CSN and error are read together under one
 //! short lock, so a reader never sees the state of one moment with the error of another.
 
@@ -72,6 +84,9 @@ struct Shared {
     since: SystemTime,
     last_csn: Option<String>,
     last_error: Option<(SystemTime, String)>,
+    in_step: bool,
+    behind_since: Option<SystemTime>,
+    last_delay: Option<Duration>,
 }
 
 /// One consumer's status.
@@ -103,6 +118,34 @@ pub struct StatusView {
     pub changes_applied: u64,
     /// The last failure and when it happened.
     pub last_error: Option<(SystemTime, String)>,
+    /// Every change received is applied, in persist.
+    pub in_step: bool,
+    /// When the replica was last known to hold everything its provider had sent, if it
+    /// has been since the server started and is no longer.
+    pub behind_since: Option<SystemTime>,
+    /// The delay of the newest change applied while persisting.
+    pub last_delay: Option<Duration>,
+}
+
+impl StatusView {
+    /// The lag at `now` (see the module documentation); `None` when nothing is known (no
+    /// CSN stored and never in step).
+    pub fn lag(&self, now: SystemTime) -> Option<Duration> {
+        if self.in_step {
+            return Some(Duration::ZERO);
+        }
+        let since = self
+            .behind_since
+            .or_else(|| self.last_csn.as_deref().and_then(csn_time))?;
+        Some(now.duration_since(since).unwrap_or(Duration::ZERO))
+    }
+}
+
+/// The time a CSN names (its first 22 characters, `YYYYmmddHHMMSS.ffffffZ`).
+pub fn csn_time(csn: &str) -> Option<SystemTime> {
+    let micros = crate::ppolicy::time::parse(csn.as_bytes().get(..22)?)?;
+    let micros = u64::try_from(micros).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_micros(micros))
 }
 
 impl ConsumerStatus {
@@ -118,6 +161,9 @@ impl ConsumerStatus {
                 since: SystemTime::now(),
                 last_csn: None,
                 last_error: None,
+                in_step: false,
+                behind_since: None,
+                last_delay: None,
             }),
         }
     }
@@ -146,6 +192,7 @@ impl ConsumerStatus {
         } else {
             ConsumerState::Stopped
         };
+        self.left_step();
         {
             let mut s = self.lock();
             s.last_error = Some((SystemTime::now(), text.clone()));
@@ -178,6 +225,31 @@ impl ConsumerStatus {
         }
     }
 
+    /// The replica holds everything its provider has sent (a refresh ended, or every
+    /// change received while persisting is applied).
+    pub fn caught_up(&self) {
+        let mut s = self.lock();
+        s.in_step = true;
+        s.behind_since = None;
+    }
+
+    /// The replica may no longer hold everything (a change arrived, a poll or a session
+    /// ended): its lag counts from now, unless it was already behind.
+    pub fn left_step(&self) {
+        let mut s = self.lock();
+        if s.in_step {
+            s.in_step = false;
+            s.behind_since = Some(SystemTime::now());
+        }
+    }
+
+    /// A persisting batch whose newest CSN is `csn` became durable now.
+    pub fn delay_of(&self, csn: &str) {
+        if let Some(t) = csn_time(csn) {
+            self.lock().last_delay = Some(SystemTime::now().duration_since(t).unwrap_or(Duration::ZERO));
+        }
+    }
+
     /// The CSN read from the store at start.
     pub fn set_csn(&self, csn: Option<&str>) {
         self.lock().last_csn = csn.map(str::to_string);
@@ -200,6 +272,9 @@ impl ConsumerStatus {
             last_csn: s.last_csn,
             changes_applied: self.changes.load(Ordering::Relaxed),
             last_error: s.last_error,
+            in_step: s.in_step,
+            behind_since: s.behind_since,
+            last_delay: s.last_delay,
         }
     }
 }
@@ -227,5 +302,47 @@ mod tests {
         assert_eq!(v.last_error.unwrap().1.len(), MAX_ERROR_TEXT);
         s.failed("gone", None);
         assert_eq!(s.state(), ConsumerState::Stopped);
+    }
+
+    #[test]
+    fn the_lag_counts_from_the_last_moment_in_step() {
+        let s = ConsumerStatus::new(1, "ldap://p", "dc=x");
+        let now = SystemTime::now();
+        // Nothing stored, never in step: unknown.
+        assert_eq!(s.view().lag(now), None);
+        // A CSN stored: at least its age.
+        s.set_csn(Some("20261127021024.000000Z#000000#000#000000"));
+        let t = csn_time("20261127021024.000000Z#000000#000#000000").unwrap();
+        assert_eq!(
+            s.view().lag(t + Duration::from_secs(90)),
+            Some(Duration::from_secs(90))
+        );
+        // In step: none.
+        s.caught_up();
+        assert_eq!(
+            s.view().lag(now + Duration::from_secs(3600)),
+            Some(Duration::ZERO)
+        );
+        // A change arrives: the lag runs from then, and a second one does not reset it.
+        s.left_step();
+        let since = s.view().behind_since.unwrap();
+        s.left_step();
+        assert_eq!(s.view().behind_since, Some(since));
+        assert_eq!(
+            s.view().lag(since + Duration::from_secs(2)),
+            Some(Duration::from_secs(2))
+        );
+        // A failure keeps the moment the replica fell behind.
+        s.failed("connection lost", Some(Duration::from_secs(1)));
+        assert_eq!(s.view().behind_since, Some(since));
+        s.caught_up();
+        assert_eq!(s.view().behind_since, None);
+    }
+
+    #[test]
+    fn csn_times() {
+        let t = csn_time("19700101000001.500000Z#000000#000#000000").unwrap();
+        assert_eq!(t, SystemTime::UNIX_EPOCH + Duration::from_millis(1500));
+        assert_eq!(csn_time("garbage"), None);
     }
 }
