@@ -7,12 +7,21 @@ by PID.
       Larch replica with `start_from = "snapshot"` is started; prints the seconds from its
       start until it answers, and until it holds the provider's context CSN.
 
-  bench/replication.py --larch-bin PATH catchup --entries 100000 --seconds 6
+  bench/replication.py --larch-bin PATH catchup --entries 100000 --seconds 6 [--mode away|persist]
       A Larch provider with N entries, followed by a Larch replica and a slapd replica
-      (refreshAndPersist); both are stopped, the provider takes modifies for S seconds
-      (`larch bench -W modify`, 8 connections x 8 in flight), both are started again at
-      once; prints for each the seconds until it holds the provider's context CSN, and the
-      provider's changes per second that makes.
+      (refreshAndPersist), the provider takes modifies for S seconds (`larch bench -W
+      modify`, 8 connections x 8 in flight):
+      - away (the default): both replicas are stopped during the modifies and started
+        again at once after; each comes back with its cookie and gets a delta (the last
+        state of every entry that changed);
+      - persist: both replicas follow during the modifies, every change sent as it commits.
+      Prints for each the seconds from the start of the catch-up (away: the restart;
+      persist: the end of the modifies) until it holds the provider's context CSN, and
+      the provider's changes per second that makes. A replica not caught up within
+      --timeout seconds is reported with the rate at which the provider's connection to
+      it took changes (persist: cn=Search N,cn=Sync Provider,cn=Monitor) and how far it
+      still was.
+      --slapd-dbnosync runs the slapd replica with `dbnosync` (no fsync per transaction).
 
 Needs ldap3 (the e2e virtual environment has it) and, for catchup, Debian's slapd.
 """
@@ -162,7 +171,7 @@ def snapshot(args, work):
             p.stop()
 
 
-def slapd_consumer(work, pport):
+def slapd_consumer(work, pport, nosync=False):
     d = Path(work) / "slapd"
     (d / "mdb").mkdir(parents=True)
     port = free_port()
@@ -181,6 +190,7 @@ suffix "{SUFFIX}"
 rootdn "cn=replica,{SUFFIX}"
 rootpw {PASSWORD}
 directory {d}/mdb
+{"dbnosync" if nosync else ""}
 index objectClass eq
 index entryCSN,entryUUID eq
 syncrepl rid=002 provider=ldap://127.0.0.1:{pport} bindmethod=simple binddn="{ADMIN}" credentials="{PASSWORD}"
@@ -193,42 +203,78 @@ def start_slapd(d, port):
     return Proc(["/usr/sbin/slapd", "-d", "0", "-f", str(d / "slapd.conf"), "-h", f"ldap://127.0.0.1:{port}/"], d)
 
 
+def sent_by_rid(pport):
+    """{rid: changes sent} of the provider's persistent searches (cn=Monitor)."""
+    c = connect(pport)
+    c.search("cn=Sync Provider,cn=Monitor", "(objectClass=*)", ldap3.SUBTREE,
+             attributes=["cn", "monitoredInfo", "monitorCounter"])
+    searches = {}
+    for e in c.response:
+        parent = e["dn"].lower().split(",", 1)[1]
+        if not parent.startswith("cn=search "):
+            continue
+        raw = e["raw_attributes"]
+        v = raw.get("monitoredInfo") or raw.get("monitorCounter")
+        searches.setdefault(parent, {})[raw["cn"][0].decode().lower()] = v[0].decode() if v else None
+    c.unbind()
+    return {int(s["rid"]): int(s["changes sent"]) for s in searches.values()
+            if s.get("rid", "none") != "none" and s.get("state") == "persisting"}
+
+
+def modify_load(args, pport, data):
+    bench = subprocess.run([args.larch_bin, "bench", "-H", f"ldap://127.0.0.1:{pport}/", "-W", "modify",
+                            "--dns", str(data / "dn.txt"), "-D", ADMIN, "-w", PASSWORD, "-c", "8", "-d", "8",
+                            "--duration", f"{args.seconds}s", "--warmup", "0s", "--line", "-q"],
+                           capture_output=True, text=True)
+    if bench.returncode != 0:
+        raise RuntimeError(f"larch bench: {bench.stderr}")
+    return int(next(kv for kv in bench.stdout.split() if kv.startswith("ops=")).split("=")[1])
+
+
 def catchup(args, work):
     provider, pport, data = provider_with(args.larch_bin, work, args.entries)
     procs = [provider]
     try:
         ld, lport = larch(args.larch_bin, work, "replica", replication_toml(1, pport))
-        sd, sport = slapd_consumer(work, pport)
-        replicas = {"larch": (lambda: start_larch(args.larch_bin, ld), lport, ADMIN),
-                    "slapd": (lambda: start_slapd(sd, sport), sport, f"cn=replica,{SUFFIX}")}
-        running = {name: start() for name, (start, _, _) in replicas.items()}
+        sd, sport = slapd_consumer(work, pport, args.slapd_dbnosync)
+        replicas = {"larch": (lambda: start_larch(args.larch_bin, ld), lport, ADMIN, 1),
+                    "slapd": (lambda: start_slapd(sd, sport), sport, f"cn=replica,{SUFFIX}", 2)}
+        running = {name: start() for name, (start, _, _, _) in replicas.items()}
         want = provider_context(pport)
-        for name, (_, port, who) in replicas.items():
+        for name, (_, port, who, _) in replicas.items():
             answers(port)
             while not want <= replica_context(port, who):
                 time.sleep(0.2)
-        for p in running.values():
-            p.stop()
-        # The changes, while both are away.
-        bench = subprocess.run([args.larch_bin, "bench", "-H", f"ldap://127.0.0.1:{pport}/", "-W", "modify",
-                                "--dns", str(data / "dn.txt"), "-D", ADMIN, "-w", PASSWORD, "-c", "8", "-d", "8",
-                                "--duration", f"{args.seconds}s", "--warmup", "0s", "--line", "-q"],
-                               capture_output=True, text=True)
-        if bench.returncode != 0:
-            raise RuntimeError(f"larch bench: {bench.stderr}")
-        changes = int(next(kv for kv in bench.stdout.split() if kv.startswith("ops=")).split("=")[1])
+        if args.mode == "away":
+            for p in running.values():
+                p.stop()
+        changes = modify_load(args, pport, data)
         want = provider_context(pport)
         started = time.monotonic()
-        running = {name: start() for name, (start, _, _) in replicas.items()}
+        if args.mode == "away":
+            running = {name: start() for name, (start, _, _, _) in replicas.items()}
+        sent_at_start = sent_by_rid(pport)
         done = {}
-        while len(done) < len(replicas):
-            for name, (_, port, who) in replicas.items():
+        deadline = started + args.timeout
+        while len(done) < len(replicas) and time.monotonic() < deadline:
+            for name, (_, port, who, _) in replicas.items():
                 if name not in done and want <= replica_context(port, who):
                     done[name] = time.monotonic() - started
             time.sleep(0.05)
-        for name, secs in done.items():
-            print(f"catch-up after {changes} modifies of {args.entries} entries: {name} replica "
-                  f"{secs:.2f} s ({changes / secs:.0f} changes/s)")
+        sent_at_end, waited = sent_by_rid(pport), time.monotonic() - started
+        print(f"catch-up ({args.mode}) after {changes} modifies of {args.entries} entries in {args.seconds} s "
+              f"({changes / args.seconds:.0f}/s):")
+        for name, (_, _, _, rid) in replicas.items():
+            if name in done:
+                secs = done[name]
+                print(f"  {name} replica: {secs:.2f} s ({changes / secs:.0f} provider changes/s)")
+            elif rid in sent_at_end:
+                took = sent_at_end[rid] - sent_at_start.get(rid, 0)
+                print(f"  {name} replica: not caught up within {args.timeout:.0f} s; its connection took "
+                      f"{took} changes in {waited:.0f} s ({took / waited:.0f}/s), "
+                      f"{sent_at_end[rid]} since its refresh")
+            else:
+                print(f"  {name} replica: not caught up within {args.timeout:.0f} s (still in its refresh)")
         procs.extend(running.values())
     finally:
         for p in reversed(procs):
@@ -244,6 +290,9 @@ def main():
     c = sub.add_parser("catchup")
     c.add_argument("--entries", type=int, default=100_000)
     c.add_argument("--seconds", type=int, default=6)
+    c.add_argument("--mode", choices=["away", "persist"], default="away")
+    c.add_argument("--timeout", type=float, default=600.0)
+    c.add_argument("--slapd-dbnosync", action="store_true")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="larch-bench-repl-")
     try:

@@ -19,14 +19,16 @@
 
 use std::io;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use larch_proto::frame::{frame, Frame};
 use larch_proto::{exop, Authentication, BindRequest, ExtendedRequest, LdapMessage, ProtocolOp, ResultCode};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, RootCertStore};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
 
@@ -271,42 +273,13 @@ impl Connection {
             .map_err(|e| SyncError::io("writing to the provider", e))
     }
 
-    /// True when a whole PDU is already buffered (the next [`Connection::next_pdu`] will not
-    /// wait for the network).
-    pub fn has_buffered_pdu(&self) -> bool {
-        matches!(
-            frame(&self.rbuf[self.lo..self.hi], self.max_pdu),
-            Ok(Frame::Complete(_))
-        )
-    }
-
     /// The next whole PDU (one framed LDAPMessage, not yet decoded).
     pub async fn next_pdu(&mut self) -> Result<&[u8], SyncError> {
         loop {
-            match frame(&self.rbuf[self.lo..self.hi], self.max_pdu) {
-                Ok(Frame::Complete(n)) => {
-                    let start = self.lo;
-                    self.lo += n;
-                    return Ok(&self.rbuf[start..start + n]);
-                }
-                Ok(Frame::Incomplete { total }) => {
-                    // Keep the partial PDU at the front, with room for what it still needs.
-                    self.rbuf.copy_within(self.lo..self.hi, 0);
-                    self.hi -= self.lo;
-                    self.lo = 0;
-                    let want = total.unwrap_or(0).max(self.hi + READ_CHUNK);
-                    if want > self.rbuf.len() {
-                        self.rbuf.resize(want, 0);
-                    }
-                }
-                Err(e) => {
-                    return Err(match e.kind {
-                        larch_proto::DecodeErrorKind::PduTooLarge { .. } => {
-                            SyncError::TooLarge { max: self.max_pdu }
-                        }
-                        _ => SyncError::Protocol(e.to_string()),
-                    })
-                }
+            if let Some(n) = self.framed()? {
+                let start = self.lo;
+                self.lo += n;
+                return Ok(&self.rbuf[start..start + n]);
             }
             let n = self
                 .stream
@@ -317,6 +290,56 @@ impl Connection {
                 return Err(SyncError::Closed);
             }
             self.hi += n;
+        }
+    }
+
+    /// True when a whole PDU is buffered, or arrives with what the socket holds now: one
+    /// read that does not wait (the consumer keeps adding to its batch while the provider's
+    /// messages keep coming, and commits when they pause).
+    pub async fn pdu_ready(&mut self) -> Result<bool, SyncError> {
+        loop {
+            if self.framed()?.is_some() {
+                return Ok(true);
+            }
+            let stream = &mut self.stream;
+            let free = &mut self.rbuf[self.hi..];
+            let read = std::future::poll_fn(|cx| {
+                let mut buf = ReadBuf::new(free);
+                Poll::Ready(match Pin::new(&mut **stream).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) => Some(Ok(buf.filled().len())),
+                    Poll::Ready(Err(e)) => Some(Err(e)),
+                    // Nothing now; the waker it registered only makes a spurious wake-up.
+                    Poll::Pending => None,
+                })
+            })
+            .await;
+            match read {
+                None | Some(Ok(0)) => return Ok(false),
+                Some(Ok(n)) => self.hi += n,
+                Some(Err(e)) => return Err(SyncError::io("reading from the provider", e)),
+            }
+        }
+    }
+
+    /// The length of the whole PDU at the front of the buffer, if there is one; else makes
+    /// room for the rest of the partial one (kept at the front).
+    fn framed(&mut self) -> Result<Option<usize>, SyncError> {
+        match frame(&self.rbuf[self.lo..self.hi], self.max_pdu) {
+            Ok(Frame::Complete(n)) => Ok(Some(n)),
+            Ok(Frame::Incomplete { total }) => {
+                self.rbuf.copy_within(self.lo..self.hi, 0);
+                self.hi -= self.lo;
+                self.lo = 0;
+                let want = total.unwrap_or(0).max(self.hi + READ_CHUNK);
+                if want > self.rbuf.len() {
+                    self.rbuf.resize(want, 0);
+                }
+                Ok(None)
+            }
+            Err(e) => Err(match e.kind {
+                larch_proto::DecodeErrorKind::PduTooLarge { .. } => SyncError::TooLarge { max: self.max_pdu },
+                _ => SyncError::Protocol(e.to_string()),
+            }),
         }
     }
 }

@@ -10,11 +10,13 @@
 //! 3. read the provider's messages one at a time; [`super::machine::SyncMachine`] says what
 //!    each means; entries are converted to store changes here (off the writer thread) and
 //!    queued in a batch;
-//! 4. commit the batch through the store's single writer (`super::apply`), waiting for it
-//!    to be durable, when: the machine asks (a cookie arrived in persist, or the refresh
-//!    ended), the batch is full ([`MAX_BATCH_CHANGES`] changes or [`MAX_BATCH_BYTES`]), or
-//!    (in persist) no further message is already buffered, so a change is applied as soon
-//!    as it arrives and a burst is applied in one transaction;
+//! 4. commit the batch, with the newest cookie received, through the store's single writer
+//!    (`super::apply`), waiting for it to be durable, when: the refresh ended, the batch
+//!    is full ([`MAX_BATCH_CHANGES`] changes or [`MAX_BATCH_BYTES`]), or (in persist) no
+//!    further message is buffered or readable without waiting. A change is applied as soon
+//!    as it arrives when changes come one by one, and a burst in few transactions: a
+//!    provider that puts a cookie on every write (Larch, slapd) does not cost a commit and
+//!    an fsync per write;
 //! 5. refreshAndPersist: after the refresh, state `persisting`, and step 3 forever;
 //!    refreshOnly: after the SearchResultDone, state `idle` for `interval`, then a new
 //!    session.
@@ -174,20 +176,22 @@ impl Consumer {
             let pdu = conn.next_pdu().await?;
             let event = decode_event(pdu)?;
             tracing::debug!(rid = self.settings.rid, event = %event.summary(), "replication: from the provider");
-            let mut commit = false;
+            // A cookie in persist (`Action::Commit`) is stored with the next commit, which
+            // waits while more messages are ready; the end of a refresh commits at once.
+            let mut refresh_over = false;
             let mut finished = false;
             for action in machine.handle(event)? {
                 match action {
                     Action::Put(e) => pending.push(put_change(&self.ctx, &e)?),
                     Action::Delete(u) => pending.push(Change::Delete(u)),
                     Action::DeleteUnmentioned(p) => pending.push(Change::DeleteUnmentioned(p)),
-                    Action::Commit => commit = true,
+                    Action::Commit => {}
                     Action::RefreshDone => {
-                        commit = true;
+                        refresh_over = true;
                         progress.refreshed = true;
                     }
                     Action::Finished => {
-                        commit = true;
+                        refresh_over = true;
                         finished = true;
                         progress.refreshed = true;
                     }
@@ -196,8 +200,8 @@ impl Consumer {
             if !machine.in_refresh() && !pending.changes.is_empty() {
                 self.status.left_step();
             }
-            let idle = !machine.in_refresh() && !conn.has_buffered_pdu();
-            if commit || pending.full() || (idle && !pending.changes.is_empty()) {
+            let idle = !machine.in_refresh() && !conn.pdu_ready().await?;
+            if refresh_over || pending.full() || idle {
                 self.commit(&mut machine, std::mem::take(&mut pending)).await?;
             }
             if progress.refreshed && self.status.state() == ConsumerState::Refreshing && !finished {

@@ -49,7 +49,8 @@ pub enum Action {
     Delete(SyncUuid),
     /// Delete the local entries not mentioned in the present phase that just ended.
     DeleteUnmentioned(Arc<Present>),
-    /// Commit what is pending now, with the cookie.
+    /// A cookie to store arrived: what is pending is committed with it (at once at the end
+    /// of a refresh; in persist, once no further message is ready).
     Commit,
     /// The refresh is over; the search persists.
     RefreshDone,
