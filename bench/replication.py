@@ -17,7 +17,8 @@ by PID.
       - persist: both replicas follow during the modifies, every change sent as it commits.
       Prints for each the seconds from the start of the catch-up (away: the restart;
       persist: the end of the modifies) until it holds the provider's context CSN, and
-      the provider's changes per second that makes. A replica not caught up within
+      the provider's changes per second that makes (persist: over the modifies and that
+      tail). A replica not caught up within
       --timeout seconds is reported with the rate at which the provider's connection to
       it took changes (persist: cn=Search N,cn=Sync Provider,cn=Monitor) and how far it
       still was.
@@ -267,7 +268,9 @@ def catchup(args, work):
         for name, (_, _, _, rid) in replicas.items():
             if name in done:
                 secs = done[name]
-                print(f"  {name} replica: {secs:.2f} s ({changes / secs:.0f} provider changes/s)")
+                # Persist: the replica applied the changes during the load and the tail.
+                span = secs + (args.seconds if args.mode == "persist" else 0)
+                print(f"  {name} replica: {secs:.2f} s ({changes / span:.0f} provider changes/s)")
             elif rid in sent_at_end:
                 took = sent_at_end[rid] - sent_at_start.get(rid, 0)
                 print(f"  {name} replica: not caught up within {args.timeout:.0f} s; its connection took "

@@ -16,6 +16,7 @@ that depend on Larch's stricter default are marked.
 
 import ldap
 import ldap.controls.readentry
+import ldap.extop
 import ldap.controls.simple
 import pytest
 
@@ -224,6 +225,18 @@ def test_proxied_authorization_by_the_admin_and_by_a_user(server, people):
     # and cannot change bob's entry.
     with pytest.raises(ldap.INSUFFICIENT_ACCESS):
         admin.modify_ext_s(bob, [(ldap.MOD_REPLACE, "mail", [b"x@example.com"])], serverctrls=[as_alice])
+    # WhoAmI answers the assumed identity (RFC 4532 section 2).
+    # (python-ldap's whoami_s passes its controls on unconverted, hence extop_s.)
+    _, value = admin.extop_s(ldap.extop.ExtendedRequest("1.3.6.1.4.1.4203.1.11.3", None), serverctrls=[as_alice])
+    assert value.decode().lower() == f"dn:{alice}".lower()
+    # Password Modify runs as alice: her own password, with the old one; not bob's.
+    admin.passwd_s(alice, ALICE_PW, "alice-Proxied-9", serverctrls=[as_alice])
+    connect(server, alice, "alice-Proxied-9").unbind_s()
+    with pytest.raises(ldap.INSUFFICIENT_ACCESS):
+        admin.passwd_s(bob, None, "bob-Proxied-9", serverctrls=[as_alice])
+    # Cancel does not run as another identity: the control is refused.
+    with pytest.raises(ldap.UNAVAILABLE_CRITICAL_EXTENSION):
+        admin.cancel_s(12345, serverctrls=[as_alice])
     admin.unbind_s()
     # A user without the proxy right is refused with proxiedAuthorizationDenied (123).
     me = connect(server, bob, BOB_PW)

@@ -21,6 +21,8 @@ import tempfile
 import time
 import urllib.request
 
+import ldap
+import ldap.controls.readentry
 import ldap3
 import pytest
 
@@ -261,6 +263,82 @@ def test_lag_and_state_are_watched_on_both_sides(chain):
     assert 1.0 <= float(lag) < 60, lag
     provider.start()
     converge(provider, consumer)
+
+
+CHAINER = f"cn=chainer,ou=people,{BASE}"
+
+
+def test_a_replica_chains_writes_to_its_provider(chain):
+    """`writes = "chain"`: writes sent to the replica are made on the provider as the client
+    (its access rights, its name in modifiersName), the provider's answers come back
+    whole, and the change returns through replication."""
+    provider = chain.server("larch", "provider")
+    provider.start()
+    load(provider)
+    admin_p = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
+    ldaputil.add_ok(admin_p, CHAINER, {"objectClass": "inetOrgPerson", "cn": "chainer", "sn": "c",
+                                       "userPassword": "Chain-Secret-1"})
+    replica = chain.server("larch", "replica",
+                           larch_extra_toml=replication_toml(11, provider) + 'writes = "chain"\n')
+    replica.start()
+    converge(provider, replica)
+
+    # A user changes its own password through the replica (the default policy lets it).
+    me = ldaputil.connect(replica, CHAINER, "Chain-Secret-1")
+    me.modify(CHAINER, {"userPassword": [(ldap3.MODIFY_REPLACE, ["Chain-Secret-2"])]})
+    ldaputil.assert_result(me, "success")
+    ldaputil.connect(provider, CHAINER, "Chain-Secret-2").unbind()
+    admin_p.search(CHAINER, "(objectClass=*)", ldap3.BASE, attributes=["modifiersName"])
+    assert admin_p.response[0]["raw_attributes"]["modifiersName"] == [CHAINER.encode()]
+    # Its rights are the provider's rules for it, not the replica's bind identity's.
+    me.modify(CHAINER, {"description": [(ldap3.MODIFY_REPLACE, ["not mine to write"])]})
+    ldaputil.assert_result(me, "insufficientAccessRights")
+    # Password Modify (RFC 3062) through the replica.
+    assert me.extend.standard.modify_password(user=CHAINER, old_password="Chain-Secret-2",
+                                              new_password="Chain-Secret-3") is True, me.result
+    me.unbind()
+    ldaputil.connect(provider, CHAINER, "Chain-Secret-3").unbind()
+
+    # The administrator adds, renames and deletes through the replica; errors come back
+    # with their codes and matched DN.
+    admin_r = ldaputil.connect(replica, replica.admin_dn, replica.admin_pw)
+    added = f"cn=chained,ou=people,{BASE}"
+    ldaputil.add_ok(admin_r, added, {"objectClass": "person", "cn": "chained", "sn": "c"})
+    admin_r.add(added, attributes={"objectClass": "person", "cn": "chained", "sn": "c"})
+    ldaputil.assert_result(admin_r, "entryAlreadyExists")
+    admin_r.delete(f"cn=nobody,ou=nowhere,{BASE}")
+    ldaputil.assert_result(admin_r, "noSuchObject")
+    assert admin_r.result["dn"].lower() == BASE.lower(), admin_r.result
+    admin_r.modify_dn(added, "cn=chained2")
+    ldaputil.assert_result(admin_r, "success")
+    admin_r.unbind()
+    want = converge(provider, replica)
+    assert f"cn=chained2,ou=people,{BASE}".lower() in want
+
+    # Response controls come back: the post-read control of a modify.
+    pl = ldap.initialize(replica.url)
+    pl.simple_bind_s(replica.admin_dn, replica.admin_pw)
+    post = ldap.controls.readentry.PostReadControl(criticality=True, attrList=["description"])
+    _, _, _, controls = pl.modify_ext_s(CHAINER, [(ldap.MOD_REPLACE, "description", [b"read back"])],
+                                        serverctrls=[post])
+    assert [c.entry.get("description") for c in controls] == [[b"read back"]], controls
+
+    # The provider away: a chained write is answered `unavailable`, naming it; back, the
+    # next write goes through (the pooled connection it closed is not used).
+    provider.stop()
+    try:
+        pl.modify_s(CHAINER, [(ldap.MOD_REPLACE, "description", [b"while away"])])
+        raise AssertionError("a chained write succeeded with the provider stopped")
+    except ldap.UNAVAILABLE as e:
+        assert provider.url.split("//")[1] in e.args[0].get("info", ""), e
+    provider.start()
+    pl.modify_s(CHAINER, [(ldap.MOD_REPLACE, "description", [b"back again"])])
+    pl.unbind_s()
+    admin_p = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
+    admin_p.search(CHAINER, "(objectClass=*)", ldap3.BASE, attributes=["description"])
+    assert admin_p.response[0]["raw_attributes"]["description"] == [b"back again"]
+    admin_p.unbind()
+    converge(provider, replica)
 
 
 def test_kill9_of_provider_and_consumer_in_turn_under_writes(chain):

@@ -69,7 +69,12 @@ fn applies(control: &str, kind: OpKind) -> bool {
         oid::MANAGE_DSA_IT => !matches!(kind, Bind | Other),
         oid::PERMISSIVE_MODIFY => kind == Modify,
         oid::SUBTREE_DELETE => kind == Delete,
-        oid::PROXIED_AUTHZ => matches!(kind, Search | Compare | Modify | Add | Delete | ModifyDn),
+        // Extended operations: Password Modify and WhoAmI honour it; the others refuse it
+        // ([`RequestControls::refuse_proxied`]).
+        oid::PROXIED_AUTHZ => matches!(
+            kind,
+            Search | Compare | Modify | Add | Delete | ModifyDn | Extended
+        ),
         // Answered on Bind, Modify, Add and Password Modify; on any other operation of a
         // connection that must change its password, with the refusal.
         oid::PASSWORD_POLICY => kind != Other,
@@ -110,6 +115,21 @@ pub struct RequestControls<'a> {
 }
 
 impl<'a> RequestControls<'a> {
+    /// `unavailableCriticalExtension` (12) when a Proxied Authorization control came with an
+    /// extended operation that does not run as another identity (`what` names it).
+    pub fn refuse_proxied(&self, what: &str) -> Result<(), OpError> {
+        match self.proxied_authz {
+            None => Ok(()),
+            Some(_) => Err(OpError::new(
+                ResultCode::UNAVAILABLE_CRITICAL_EXTENSION,
+                format!(
+                    "critical control {} (proxied authorization) does not apply to {what}",
+                    oid::PROXIED_AUTHZ
+                ),
+            )),
+        }
+    }
+
     /// Reads the controls of a request of kind `kind`.
     pub fn parse(
         controls: Option<SeqOf<'a, Control<'a>>>,

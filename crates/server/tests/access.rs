@@ -1096,15 +1096,26 @@ fn proxied_authorization_must_be_critical_and_apply() {
     )
     .unwrap();
     assert_eq!(parsed.as_deref(), Some(&b"dn:uid=alice"[..]));
-    // Not on Bind or extended operations: critical there, it is unavailable.
+    // Not on Bind: critical there, it is unavailable.
     let e = with_request(
         ProtocolOp::DelRequest(req),
         &[proxy("", true)],
-        OpKind::Extended,
+        OpKind::Bind,
         |_, _| Ok(()),
     )
     .unwrap_err();
     assert_eq!(e.code, ResultCode::UNAVAILABLE_CRITICAL_EXTENSION);
+    // Extended operations parse it (Password Modify and WhoAmI run as the identity);
+    // the others refuse it.
+    let e = with_request(
+        ProtocolOp::DelRequest(req),
+        &[proxy("", true)],
+        OpKind::Extended,
+        |_, c| c.refuse_proxied("Cancel"),
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ResultCode::UNAVAILABLE_CRITICAL_EXTENSION);
+    assert!(e.message.contains("Cancel"), "{e}");
 }
 
 #[test]

@@ -812,6 +812,7 @@ fn replication_tables_take_the_documented_defaults() {
         ("retry", "\"5s 12, 60s +\""),
         ("starttls", "false"),
         ("start_from", "\"refresh\""),
+        ("writes", "\"referral\""),
     ] {
         assert!(doc.contains(&format!("| `{key}` | ")), "{key} undocumented");
         let with = ServerConfig::from_toml_str(&replica(&format!("{key} = {default}\n"))).unwrap();
@@ -829,6 +830,11 @@ fn replication_tables_take_the_documented_defaults() {
     let c = ServerConfig::from_toml_str(&full).unwrap();
     assert_eq!(c.replication[0].mode, ReplicationMode::RefreshOnly);
     assert_eq!(c.replication[0].retry.wait(3), None);
+    let chained = ServerConfig::from_toml_str(&replica("writes = \"chain\"\n")).unwrap();
+    assert_eq!(
+        chained.replication[0].writes,
+        larch_server::config::ReplicaWrites::Chain
+    );
 }
 
 #[test]
@@ -859,6 +865,7 @@ fn replication_tables_are_refused_naming_the_key() {
         (replica("filter = \"(cn=\"\n"), "replication[0].filter"),
         (replica("scope = \"children\"\n"), "replication[0].scope"),
         (replica("mode = \"persist\"\n"), "replication[0].mode"),
+        (replica("writes = \"forward\"\n"), "replication[0].writes"),
         (replica("interval = \"0\"\n"), "replication[0].interval"),
         (replica("retry = \"5s\"\n"), "replication[0].retry"),
         (replica("starttls = true\n"), "replication[0].ca_file"),

@@ -80,7 +80,8 @@ pub use monitor::{MetricsSettings, MonitorSettings};
 pub use password::{DefaultScheme, PasswordSettings};
 pub use password_policy::{PasswordPolicySettings, MAX_GRACE_LOGINS, MAX_IN_HISTORY, MAX_POLICY_FAILURES};
 pub use replication::{
-    Credentials, ReplicationMode, ReplicationScope, ReplicationSettings, RetrySchedule, RetryStep, StartFrom,
+    Credentials, ReplicaWrites, ReplicationMode, ReplicationScope, ReplicationSettings, RetrySchedule,
+    RetryStep, StartFrom,
 };
 pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};

@@ -16,6 +16,8 @@
 //!   of times, then the next; `+` repeats the last pair forever; a schedule without `+`
 //!   that runs out stops the consumer (it says so in the error log);
 //! - `referral` (the provider URL): where clients that try to write are sent;
+//! - `writes` (`"referral"`; `"chain"`): what a client write inside the subtree gets: a
+//!   referral, or forwarded to the provider on the client's behalf (`crate::syncrepl::chain`);
 //! - `start_from` (`"refresh"`; `"snapshot"`): how a replica with an empty data directory
 //!   gets its first copy: a refresh (every entry as a search result), or the snapshot file
 //!   of a Larch provider (`crate::syncrepl::bootstrap`); at most one table says `snapshot`.
@@ -185,6 +187,19 @@ pub struct ReplicationSettings {
     pub referral: String,
     /// `start_from`.
     pub start_from: StartFrom,
+    /// `writes`.
+    pub writes: ReplicaWrites,
+}
+
+/// What a client write inside a replicated subtree gets (`writes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplicaWrites {
+    /// A referral to the provider (RFC 4511 `referral`, 10).
+    #[default]
+    Referral,
+    /// Forwarded to the provider, with the client's identity in a Proxied Authorization
+    /// control (RFC 4370), as OpenLDAP's chain overlay does.
+    Chain,
 }
 
 /// How a replica with an empty data directory gets its first copy (`start_from`).
@@ -219,6 +234,7 @@ pub(crate) struct RawReplication {
     pub retry: Option<String>,
     pub referral: Option<String>,
     pub start_from: Option<String>,
+    pub writes: Option<String>,
 }
 
 impl ReplicationSettings {
@@ -386,6 +402,16 @@ impl ReplicationSettings {
                 ))
             }
         };
+        let writes = match r.writes.as_deref() {
+            None | Some("referral") => ReplicaWrites::Referral,
+            Some("chain") => ReplicaWrites::Chain,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    key("writes"),
+                    format!("`{other}`: expected \"referral\" or \"chain\""),
+                ))
+            }
+        };
         let referral = r.referral.unwrap_or_else(|| provider.clone());
         ListenUrl::parse(referral.trim_end_matches('/'))
             .map_err(|e| ConfigError::invalid(key("referral"), e))?;
@@ -408,6 +434,7 @@ impl ReplicationSettings {
             retry,
             referral,
             start_from,
+            writes,
         })
     }
 

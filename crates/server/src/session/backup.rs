@@ -105,7 +105,7 @@ impl Session {
 
     /// Step 1: the directory to write, or the error to answer.
     fn backup_target(&self, req: ExtendedRequest<'_>, controls: Controls<'_>) -> Result<PathBuf, OpError> {
-        RequestControls::parse(controls, OpKind::Extended)?;
+        RequestControls::parse(controls, OpKind::Extended)?.refuse_proxied("a backup")?;
         self.administrator_only("take a backup")?;
         let request =
             BackupRequest::decode_value(req.value).map_err(|e| OpError::protocol(format!("Backup: {e}")))?;

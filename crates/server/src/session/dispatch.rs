@@ -32,13 +32,13 @@ use crate::outcome::{respond, CloseReason, Reply};
 use crate::ppolicy::response_control;
 use crate::response::ResponseSink;
 use crate::search::{self, SearchContext};
-use crate::syncrepl::read_only;
+use crate::syncrepl::read_only::{self, Route};
 
 /// The controls of a request, as decoded.
 pub(super) type Controls<'m> = Option<SeqOf<'m, Control<'m>>>;
 
 /// The response tag that answers a request tag, for requests that have one.
-fn response_tag(request: u8) -> Option<u8> {
+pub(super) fn response_tag(request: u8) -> Option<u8> {
     use op_tag::*;
     Some(match request {
         BIND_REQUEST => BIND_RESPONSE,
@@ -50,6 +50,29 @@ fn response_tag(request: u8) -> Option<u8> {
         COMPARE_REQUEST => COMPARE_RESPONSE,
         EXTENDED_REQUEST => EXTENDED_RESPONSE,
         _ => return None,
+    })
+}
+
+/// What a request that writes an entry (Add, Delete, Modify, ModifyDN) writes, for the
+/// replica's routing (`crate::syncrepl::read_only`).
+struct WriteTarget<'m> {
+    kind: OpKind,
+    dn: &'m [u8],
+    new_superior: Option<&'m [u8]>,
+}
+
+fn write_target<'m>(op: &ProtocolOp<'m>) -> Option<WriteTarget<'m>> {
+    let (kind, dn, new_superior) = match op {
+        ProtocolOp::AddRequest(r) => (OpKind::Add, r.entry, None),
+        ProtocolOp::DelRequest(r) => (OpKind::Delete, r.dn, None),
+        ProtocolOp::ModifyRequest(r) => (OpKind::Modify, r.object, None),
+        ProtocolOp::ModifyDnRequest(r) => (OpKind::ModifyDn, r.entry, r.new_superior),
+        _ => return None,
+    };
+    Some(WriteTarget {
+        kind,
+        dn,
+        new_superior,
     })
 }
 
@@ -93,6 +116,17 @@ impl Session {
             let response = response_tag(msg.op.tag()).unwrap_or(op_tag::EXTENDED_RESPONSE);
             let reply = error_reply(e, self.asks_policy);
             return self.complete(&trace, pdu, None, out, Ending::reply(response, &reply));
+        }
+        if let Some(t) = write_target(&msg.op) {
+            match read_only::route_write_text(&self.dir.replication, &self.dir.schema, t.dn, t.new_superior) {
+                Route::Local => {}
+                Route::Refer(e) => {
+                    let response = response_tag(msg.op.tag()).unwrap_or(op_tag::MODIFY_RESPONSE);
+                    let reply = error_reply(e, self.asks_policy);
+                    return self.complete(&trace, pdu, None, out, Ending::reply(response, &reply));
+                }
+                Route::Chain(chain) => return self.chain(trace, chain, t.kind, msg.controls, pdu, out).await,
+            }
         }
         match msg.op {
             ProtocolOp::BindRequest(req) => self.bind(trace, &req, msg.controls, pdu, out).await,
@@ -148,16 +182,9 @@ impl Session {
                     .await
             }
             ProtocolOp::ModifyDnRequest(req) => {
-                // Moving an entry into a replicated subtree is a write there too.
-                let into_replica = req.new_superior.and_then(|s| {
-                    read_only::refuse_move(&self.dir.replication, &self.dir.schema, s, req.entry)
+                let prepared = self.prepare_write(msg.controls, OpKind::ModifyDn, req.entry, |ctx, c| {
+                    ops::modify_dn::prepare_modify_dn(ctx, &req, c)
                 });
-                let prepared = match into_replica {
-                    Some(e) => Err(e),
-                    None => self.prepare_write(msg.controls, OpKind::ModifyDn, req.entry, |ctx, c| {
-                        ops::modify_dn::prepare_modify_dn(ctx, &req, c)
-                    }),
-                };
                 self.write(trace, pdu, out, prepared, ops::modify_dn::apply_modify_dn)
                     .await
             }
@@ -416,6 +443,20 @@ impl Session {
         }
     }
 
+    /// The identity a write (or Password Modify, WhoAmI) runs as: the connection's, or the
+    /// one a Proxied Authorization control names (checked by the access rules).
+    pub(super) fn write_identity(
+        &mut self,
+        controls: &RequestControls<'_>,
+    ) -> Result<Arc<Identity>, OpError> {
+        if controls.proxied_authz.is_some() {
+            let version = self.reader.current().clone();
+            self.effective_identity(controls, &version)
+        } else {
+            Ok(self.identity.clone())
+        }
+    }
+
     /// The common steps of a write before it goes to the store: its controls, the
     /// confidentiality policy (`confidentialityRequired`, 13), the identity it runs as
     /// (proxied authorization), then (without ManageDsaIT) a `referral` (10) when the
@@ -432,16 +473,8 @@ impl Session {
         prepare: impl FnOnce(&WriteContext<'_>, &RequestControls<'m>) -> Result<P, OpError>,
     ) -> Result<(P, Arc<Identity>), OpError> {
         let controls = RequestControls::parse(controls, kind)?;
-        if let Some(e) = read_only::refuse_write_text(&self.dir.replication, &self.dir.schema, dn_text) {
-            return Err(e);
-        }
         confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
-        let identity = if controls.proxied_authz.is_some() {
-            let version = self.reader.current().clone();
-            self.effective_identity(&controls, &version)?
-        } else {
-            self.identity.clone()
-        };
+        let identity = self.write_identity(&controls)?;
         if !controls.manage_dsa_it {
             if let Some(e) = referral_above(&self.dir, self.reader.current(), dn_text) {
                 return Err(e);
@@ -558,13 +591,22 @@ impl Session {
         let name = String::from_utf8_lossy(req.name);
         let reply = match RequestControls::parse(controls, OpKind::Extended) {
             Err(e) => Reply::from(e),
-            Ok(_) => match &*name {
-                exop::WHO_AM_I => self.who_am_i(req.value.is_some()),
-                exop::CANCEL => match CancelRequest::decode_value(req.value) {
-                    Err(e) => Reply::from(OpError::protocol(format!("Cancel: {e}"))),
+            Ok(controls) => match &*name {
+                exop::WHO_AM_I => match self.write_identity(&controls) {
+                    Ok(identity) => who_am_i(&identity, req.value.is_some()),
+                    Err(e) => Reply::from(e),
+                },
+                exop::CANCEL => match controls.refuse_proxied("Cancel").and_then(|()| {
+                    CancelRequest::decode_value(req.value)
+                        .map_err(|e| OpError::protocol(format!("Cancel: {e}")))
+                }) {
+                    Err(e) => Reply::from(e),
                     Ok(cancel) => return self.cancel(trace, pdu, cancel.cancel_id, out),
                 },
-                exop::START_TLS => self.start_tls_request(req.value.is_some()),
+                exop::START_TLS => match controls.refuse_proxied("StartTLS") {
+                    Err(e) => Reply::from(e),
+                    Ok(()) => self.start_tls_request(req.value.is_some()),
+                },
                 _ => Reply::from(OpError::protocol(format!(
                     "extended operation {name} is not supported"
                 ))),
@@ -577,25 +619,6 @@ impl Session {
             out,
             Ending::reply(op_tag::EXTENDED_RESPONSE, &reply),
         );
-    }
-
-    /// WhoAmI (RFC 4532): the connection's authorization identity.
-    fn who_am_i(&self, has_value: bool) -> Reply {
-        if has_value {
-            return Reply::from(OpError::protocol(
-                "the WhoAmI request carries no value (RFC 4532)",
-            ));
-        }
-        let authz = self.identity.authz_id();
-        let mut value = Vec::new();
-        WhoAmIResponse {
-            authz_id: authz.as_bytes(),
-        }
-        .encode_value(&mut value);
-        Reply {
-            value: Some(value),
-            ..Reply::success()
-        }
     }
 
     /// Cancel (RFC 3909): asks operation `target` to stop and answers once it has.
@@ -656,4 +679,24 @@ impl Session {
 /// `version` ([`referral_above_text`] with the directory's referral class).
 fn referral_above(dir: &Directory, version: &Version, dn_text: &[u8]) -> Option<OpError> {
     referral_above_text(version, dir.referral_class.as_ref(), &dir.schema, dn_text)
+}
+
+/// WhoAmI (RFC 4532): the authorization identity the request runs as (the connection's,
+/// or the one a Proxied Authorization control assumes, as section 2 asks).
+fn who_am_i(identity: &Identity, has_value: bool) -> Reply {
+    if has_value {
+        return Reply::from(OpError::protocol(
+            "the WhoAmI request carries no value (RFC 4532)",
+        ));
+    }
+    let authz = identity.authz_id();
+    let mut value = Vec::new();
+    WhoAmIResponse {
+        authz_id: authz.as_bytes(),
+    }
+    .encode_value(&mut value);
+    Reply {
+        value: Some(value),
+        ..Reply::success()
+    }
 }

@@ -35,6 +35,7 @@
 
 mod backup;
 mod bind;
+mod chain;
 mod complete;
 mod dispatch;
 pub mod inflight;

@@ -4,8 +4,10 @@
 //! 1. the request's controls and value are read (`protocolError`, 2, when the value does
 //!    not decode); the confidentiality policy applies as to every write
 //!    (`confidentialityRequired`, 13, see [`crate::auth::confidentiality`]);
-//! 2. [`crate::ops::password_modify::prepare_password_modify`] checks the requester, the
-//!    target and the access on the current version;
+//! 2. [`crate::ops::password_modify::prepare_password_modify`] checks the requester (the
+//!    connection's identity, or the one a Proxied Authorization control assumes, RFC 4370),
+//!    the target and the access on the current version; on a replica, a target inside a
+//!    replicated subtree is referred or chained to the provider (`crate::syncrepl`);
 //! 3. when an old password is given, the failed-bind throttle applies to the target entry
 //!    from the client's address as for a Bind of it (the old password is a guess like a
 //!    bind's): the check may be held back or refused, a wrong old password counts as a
@@ -17,6 +19,8 @@
 //!    the connection's permits and is registered for Cancel), and the ExtendedResponse,
 //!    with genPasswd when the server generated the password, is sent once it is durable.
 
+use std::sync::Arc;
+
 use larch_proto::exop::{ExtendedValue, PasswordModifyRequest, PasswordModifyResponse};
 use larch_proto::{op_tag, ExtendedRequest, ResultCode};
 
@@ -27,12 +31,14 @@ use super::Session;
 use crate::auth::confidentiality;
 use crate::controls::{OpKind, RequestControls};
 use crate::error::OpError;
+use crate::identity::Identity;
 use crate::ops::password_modify::{
     apply_password_modify, prepare_password_modify, FinishError, ReadyPasswordModify,
 };
 use crate::outcome::Reply;
 use crate::password::gate;
-use crate::syncrepl::read_only;
+use crate::syncrepl::chain::Chain;
+use crate::syncrepl::read_only::{self, Route};
 
 impl Session {
     /// Runs a Password Modify request (see the module documentation).
@@ -45,8 +51,11 @@ impl Session {
         out: &mut Vec<u8>,
     ) {
         match self.prepare_password_change(req, controls).await {
-            Ok(ready) => {
-                let identity = self.identity.clone();
+            Ok(PasswordChange::Chained(chain)) => {
+                self.chain(trace, chain, OpKind::Extended, controls, pdu, out)
+                    .await
+            }
+            Ok(PasswordChange::Ready(ready, identity)) => {
                 let completion = self.completion(trace, pdu, identity.clone());
                 self.submit(
                     completion,
@@ -79,26 +88,29 @@ impl Session {
         &mut self,
         req: ExtendedRequest<'_>,
         controls: Controls<'_>,
-    ) -> Result<ReadyPasswordModify, OpError> {
+    ) -> Result<PasswordChange, OpError> {
         let controls = RequestControls::parse(controls, OpKind::Extended)?;
         confidentiality::require_tls(&self.dir, &self.client, "a Password Modify")?;
         let request = PasswordModifyRequest::decode_value(req.value)
             .map_err(|e| OpError::protocol(format!("Password Modify: {e}")))?;
+        let identity = self.write_identity(&controls)?;
         let prepared = {
             let version = self.reader.current().clone();
             let ctx = crate::ops::WriteContext {
                 dir: &self.dir,
-                identity: &self.identity,
+                identity: &identity,
                 client: &self.client,
             };
             prepare_password_modify(&ctx, &version, &request, controls.manage_dsa_it)?
         };
-        if let Some(e) = read_only::refuse_write(
+        match read_only::route_write(
             &self.dir.replication,
             Some(prepared.target()),
             prepared.target().as_str(),
         ) {
-            return Err(e);
+            Route::Local => {}
+            Route::Refer(e) => return Err(e),
+            Route::Chain(chain) => return Ok(PasswordChange::Chained(chain)),
         }
         let ip = self.client.addr.map(|a| a.ip());
         let account = prepared
@@ -128,8 +140,20 @@ impl Session {
             };
             self.tell_throttle(checked, ip, account);
         }
-        finished.map_err(FinishError::into_op_error)
+        finished
+            .map(|ready| PasswordChange::Ready(ready, identity))
+            .map_err(FinishError::into_op_error)
     }
+}
+
+/// What steps 1 to 4 lead to.
+enum PasswordChange {
+    /// The change, ready for the writer, and the identity it runs as (the connection's, or
+    /// the one a Proxied Authorization control assumes).
+    Ready(ReadyPasswordModify, Arc<Identity>),
+    /// On a replica that chains writes: the target is replicated, the request goes to the
+    /// provider as it is (`crate::syncrepl::chain`).
+    Chained(Arc<Chain>),
 }
 
 /// The success reply, with genPasswd when the server generated the password.

@@ -108,7 +108,7 @@ impl Session {
 
     /// Step 1: whether this request may run now.
     fn transfer_allowed(&self, req: ExtendedRequest<'_>, controls: Controls<'_>) -> Result<Place, OpError> {
-        RequestControls::parse(controls, OpKind::Extended)?;
+        RequestControls::parse(controls, OpKind::Extended)?.refuse_proxied("a snapshot transfer")?;
         self.administrator_only("receive a snapshot of the directory")?;
         if req.value.is_some() {
             return Err(OpError::protocol(

@@ -321,6 +321,23 @@ impl Connection {
         }
     }
 
+    /// False when the provider has closed the connection or sent something unasked (a
+    /// Notice of Disconnection) while it sat idle: one read that does not wait. A pooled
+    /// connection is checked so before a request is sent on it, so that no request is
+    /// sent twice.
+    pub async fn idle_and_open(&mut self) -> bool {
+        if self.lo != self.hi {
+            return false;
+        }
+        let stream = &mut self.stream;
+        let mut probe = [0u8; 1];
+        std::future::poll_fn(|cx| {
+            let mut buf = ReadBuf::new(&mut probe);
+            Poll::Ready(Pin::new(&mut **stream).poll_read(cx, &mut buf).is_pending())
+        })
+        .await
+    }
+
     /// The length of the whole PDU at the front of the buffer, if there is one; else makes
     /// room for the rest of the partial one (kept at the front).
     fn framed(&mut self) -> Result<Option<usize>, SyncError> {

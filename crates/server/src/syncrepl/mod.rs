@@ -10,7 +10,8 @@
 //! 3. each task connects, binds and runs the sync search (`connection`, `message`), turns
 //!    each provider message into store changes (`machine`, `present`), and commits them in
 //!    batches with the cookie they lead to, through the store's single writer (`apply`);
-//! 4. meanwhile client writes inside a replicated subtree get a referral (`read_only`) and
+//! 4. meanwhile client writes inside a replicated subtree get a referral (`read_only`), or
+//!    are forwarded to the provider where the table says `writes = "chain"` (`chain`), and
 //!    reads are served; operators see each consumer's state (`status`) in the error log,
 //!    `/metrics` and `cn=Replication,cn=Monitor`;
 //! 5. [`Consumers::stop`] (at shutdown, before the store closes) ends the tasks; a batch
@@ -22,7 +23,7 @@
 //! (present-phase bookkeeping), `apply.rs` (changes in a store transaction, the cookie
 //! kept as `contextCSN`), `consumer.rs` (the session loop, batches, retries),
 //! `status.rs` (what operators see), `read_only.rs` (the referral for client writes),
-//! `error.rs` ([`SyncError`]).
+//! `chain.rs` (client writes forwarded to the provider), `error.rs` ([`SyncError`]).
 //!
 //! Invariants:
 //! - the provider's entries are stored as sent: its entryUUID, entryCSN, timestamps and
@@ -36,6 +37,7 @@
 
 pub mod apply;
 pub mod bootstrap;
+pub mod chain;
 pub mod connection;
 pub mod consumer;
 pub mod cookie;
@@ -57,7 +59,7 @@ use tokio::task::JoinHandle;
 pub use error::SyncError;
 pub use status::{ConsumerState, ConsumerStatus, StatusView};
 
-use crate::config::{ConfigError, ReplicationSettings, ServerConfig};
+use crate::config::{ConfigError, ReplicaWrites, ReplicationSettings, ServerConfig};
 use crate::opattrs::OperationalTypes;
 
 /// How long shutdown waits for the consumer tasks to end.
@@ -72,6 +74,8 @@ pub struct Replica {
     pub base: NormDn,
     /// The URL client writes are referred to.
     pub referral: String,
+    /// Where client writes are forwarded (`writes = "chain"`).
+    pub chain: Option<Arc<chain::Chain>>,
     /// What it reports.
     pub status: Arc<ConsumerStatus>,
 }
@@ -113,10 +117,19 @@ impl Replication {
             let base = s
                 .normalized_base(schema, suffixes)
                 .map_err(|e| ConfigError::invalid(format!("replication[{i}].base"), e))?;
+            let chain = match s.writes {
+                ReplicaWrites::Referral => None,
+                ReplicaWrites::Chain => Some(Arc::new(
+                    chain::Chain::new(s, config.limits.max_pdu_bytes).map_err(|e| {
+                        ConfigError::invalid(format!("replication[{i}].writes"), e.to_string())
+                    })?,
+                )),
+            };
             consumers.push(Replica {
                 settings: s.clone(),
                 base,
                 referral: s.referral.clone(),
+                chain,
                 status: Arc::new(ConsumerStatus::new(s.rid, &s.provider, &s.base)),
             });
         }

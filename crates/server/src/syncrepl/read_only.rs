@@ -2,66 +2,85 @@
 //! ModifyDN and Password Modify on a DN at or below a `[[replication]]` base are answered
 //! `referral` (10) with the table's `referral` URL (by default the provider's), the target
 //! DN appended as OpenLDAP does (`ldap://host:port/<dn>`, the DN percent-escaped as in
-//! RFC 4516). Everybody gets it, the administrator too: only the consumer writes there
-//! (as slapd lets only its syncrepl consumer write to a shadow database). Reads are served
-//! meanwhile.
+//! RFC 4516), or, where the table says `writes = "chain"`, forwarded to the provider
+//! ([`super::chain`]). Everybody gets the same, the administrator too: only the consumer
+//! writes there (as slapd lets only its syncrepl consumer write to a shadow database).
+//! Reads are served meanwhile.
 //!
-//! The one call site is the session's write dispatch (`crate::session`), before access
-//! control and the operation's own checks, as slapd's frontend refers updates on a shadow
-//! before the backend runs them. A ModifyDN is refused when its entry is in a replicated
-//! subtree; moving an entry into one is refused too (its new superior is checked as well).
+//! The call sites are the session's write dispatch and Password Modify (`crate::session`),
+//! before access control and the operation's own checks, as slapd's frontend refers
+//! updates on a shadow before the backend runs them. A ModifyDN is routed by its entry;
+//! moving an entry into a replicated subtree is routed by the new superior's table.
+
+use std::sync::Arc;
 
 use larch_model::dn::NormDn;
 use larch_model::schema::Schema;
 
-use super::Replication;
+use super::chain::Chain;
+use super::{Replica, Replication};
 use crate::error::OpError;
 use crate::lookup::referral::percent_escape;
 
-/// The referral for a write to `dn` (written `dn_text` by the client), or `None` when the
-/// DN is in no replicated subtree (or does not parse: the operation reports that itself).
-pub fn refuse_write(replication: &Replication, dn: Option<&NormDn>, dn_text: &str) -> Option<OpError> {
-    let dn = dn?;
-    let consumer = replication.consumers.iter().find(|c| dn.is_within(&c.base))?;
-    Some(OpError::referral(
-        "",
-        vec![referral_url(&consumer.referral, dn_text)],
-    ))
+/// Where a client write goes.
+#[derive(Debug)]
+pub enum Route {
+    /// This server runs it.
+    Local,
+    /// The client is referred (the error to answer).
+    Refer(OpError),
+    /// It is forwarded to the provider.
+    Chain(Arc<Chain>),
 }
 
-/// [`refuse_write`] for a DN as the client wrote it, normalized through `schema` only when
-/// this server replicates something.
-pub fn refuse_write_text(replication: &Replication, schema: &Schema, dn_text: &[u8]) -> Option<OpError> {
-    if replication.is_empty() {
-        return None;
+impl Route {
+    /// The route of a write to the entry `dn_text` inside `table`'s subtree.
+    fn through(table: &Replica, dn_text: &str) -> Route {
+        match &table.chain {
+            Some(chain) => Route::Chain(Arc::clone(chain)),
+            None => Route::Refer(OpError::referral(
+                "",
+                vec![referral_url(&table.referral, dn_text)],
+            )),
+        }
     }
-    let dn = NormDn::from_text(dn_text, schema).ok();
-    refuse_write(replication, dn.as_ref(), &String::from_utf8_lossy(dn_text))
 }
 
-/// The referral for a ModifyDN moving entry `dn_text` under `new_superior` when that lies in
-/// a replicated subtree (the URL names the entry, as for any write).
-pub fn refuse_move(
+/// The route of a write to `dn` (written `dn_text` by the client): [`Route::Local`] when
+/// the DN is in no replicated subtree (or does not parse: the operation reports that).
+pub fn route_write(replication: &Replication, dn: Option<&NormDn>, dn_text: &str) -> Route {
+    let Some(dn) = dn else { return Route::Local };
+    match replication.consumers.iter().find(|c| dn.is_within(&c.base)) {
+        Some(table) => Route::through(table, dn_text),
+        None => Route::Local,
+    }
+}
+
+/// [`route_write`] for a DN as the client wrote it, normalized through `schema` only when
+/// this server replicates something; with `new_superior`, a ModifyDN that moves the entry
+/// into a replicated subtree goes that subtree's way.
+pub fn route_write_text(
     replication: &Replication,
     schema: &Schema,
-    new_superior: &[u8],
     dn_text: &[u8],
-) -> Option<OpError> {
+    new_superior: Option<&[u8]>,
+) -> Route {
     if replication.is_empty() {
-        return None;
+        return Route::Local;
     }
-    let superior = NormDn::from_text(new_superior, schema).ok()?;
-    let consumer = replication
-        .consumers
-        .iter()
-        .find(|c| superior.is_within(&c.base))?;
-    Some(OpError::referral(
-        "",
-        vec![referral_url(
-            &consumer.referral,
-            &String::from_utf8_lossy(dn_text),
-        )],
-    ))
+    let text = String::from_utf8_lossy(dn_text);
+    let dn = NormDn::from_text(dn_text, schema).ok();
+    let route = route_write(replication, dn.as_ref(), &text);
+    if !matches!(route, Route::Local) {
+        return route;
+    }
+    let Some(superior) = new_superior.and_then(|s| NormDn::from_text(s, schema).ok()) else {
+        return Route::Local;
+    };
+    match replication.consumers.iter().find(|c| superior.is_within(&c.base)) {
+        Some(table) => Route::through(table, &text),
+        None => Route::Local,
+    }
 }
 
 /// `url` with `dn_text` as its DN part.
