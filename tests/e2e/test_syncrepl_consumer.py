@@ -56,7 +56,7 @@ def cycles():
 class Pair:
     """A slapd provider and a Larch consumer of it, on private directories."""
 
-    def __init__(self, larch_bin, mode="refreshAndPersist", interval="1s", pki=None):
+    def __init__(self, larch_bin, mode="refreshAndPersist", interval="1s", pki=None, extra=""):
         self.tmp = tempfile.mkdtemp(prefix="larch-e2e-syncrepl-")
         os.mkdir(os.path.join(self.tmp, "provider"))
         os.mkdir(os.path.join(self.tmp, "consumer"))
@@ -89,7 +89,7 @@ base = "{BASE}"
 mode = "{mode}"
 interval = "{interval}"
 retry = "1s +"
-{tls_toml}"""
+{tls_toml}{extra}"""
         self.consumer = conftest.LdapServer("larch", os.path.join(self.tmp, "consumer"), larch_bin=larch_bin,
                                             larch_extra_toml=toml)
 
@@ -305,6 +305,35 @@ def test_a_client_write_to_the_replica_is_referred_to_the_provider(pair):
     _, entries = ldaputil.search_entries(r, f"cn=p00001,ou=people,{BASE}", scope=ldap3.BASE)
     assert len(entries) == 1
     r.unbind()
+    assert_converges(p)
+
+
+def test_a_replica_of_slapd_chains_writes_to_it(pair):
+    """`writes = "chain"` against slapd: the write is made by slapd as the client (slapd
+    lets its rootdn, the replication identity here, proxy within its database)."""
+    p = pair(extra='writes = "chain"\n')
+    start_pair(p)
+    user = f"cn=chained-user,ou=people,{BASE}"
+    admin_p = p.admin(p.provider)
+    # Hashed as slapd would (a replica does not verify cleartext values by default).
+    ldaputil.add_ok(admin_p, user, {"objectClass": "inetOrgPerson", "cn": "chained-user", "sn": "u",
+                                    "userPassword": conftest.slapd_password_hash("Chained-Secret-1")})
+    assert_converges(p)
+    me = ldaputil.connect(p.consumer, user, "Chained-Secret-1")
+    me.modify(user, {"userPassword": [(ldap3.MODIFY_REPLACE, ["Chained-Secret-2"])]})
+    ldaputil.assert_result(me, "success")
+    me.unbind()
+    ldaputil.connect(p.provider, user, "Chained-Secret-2").unbind()
+    admin_p.search(user, "(objectClass=*)", ldap3.BASE, attributes=["modifiersName"])
+    assert admin_p.response[0]["raw_attributes"]["modifiersName"][0].lower() == user.lower().encode()
+    # The administrator adds through the replica; slapd's errors come back with their codes.
+    r = p.admin(p.consumer)
+    ldaputil.add_ok(r, f"cn=via-replica,ou=people,{BASE}", {"objectClass": "person", "cn": "via-replica",
+                                                            "sn": "r"})
+    r.delete(f"cn=nobody,ou=nowhere,{BASE}")
+    ldaputil.assert_result(r, "noSuchObject")
+    r.unbind()
+    admin_p.unbind()
     assert_converges(p)
 
 
