@@ -56,17 +56,8 @@ impl Session {
         let authz_id = identity.authz_id();
         tokio::spawn(async move {
             let reply = chain.forward(&request, &authz_id).await;
-            let mut out = Vec::new();
-            if guard.state().stop_request() == StopRequest::Abandon {
-                let ending = Ending {
-                    reply: Some(&reply),
-                    ..Ending::silent()
-                };
-                completion.complete(&mut out, ending);
-            } else {
-                completion.complete(&mut out, Ending::reply(response, &reply));
-                let _ = tx.send(out);
-            }
+            let abandoned = guard.state().stop_request() == StopRequest::Abandon;
+            completion.complete_write(abandoned, response, &reply, &tx);
             drop(guard);
             drop(permit);
         });

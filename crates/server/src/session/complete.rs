@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use larch_proto::{op_tag, MessageId, ResultCode};
 
+use super::writer::DoneSender;
 use super::Session;
 use crate::directory::Directory;
 use crate::identity::Identity;
@@ -169,6 +170,23 @@ impl Completion {
     /// The operation's number on its connection.
     pub fn op(&self) -> i64 {
         self.trace.op
+    }
+
+    /// Ends a write that settled away from the connection's task (in the store's writer,
+    /// or chained to a provider): its response, of kind `response`, goes to `tx`, unless
+    /// the client abandoned it, when only its outcome is reported.
+    pub(super) fn complete_write(&self, abandoned: bool, response: u8, reply: &Reply, tx: &DoneSender) {
+        let mut out = Vec::new();
+        if abandoned {
+            let ending = Ending {
+                reply: Some(reply),
+                ..Ending::silent()
+            };
+            self.complete(&mut out, ending);
+        } else {
+            self.complete(&mut out, Ending::reply(response, reply));
+            let _ = tx.send(out);
+        }
     }
 
     /// Writes the response to `out` and reports the outcome.

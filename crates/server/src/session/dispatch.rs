@@ -560,17 +560,8 @@ impl Session {
                     }
                     Err(e) => error_reply(e, asks_policy),
                 };
-                let mut out = Vec::new();
-                if guard.state().stop_request() == StopRequest::Abandon {
-                    let ending = Ending {
-                        reply: Some(&reply),
-                        ..Ending::silent()
-                    };
-                    completion.complete(&mut out, ending);
-                } else {
-                    completion.complete(&mut out, Ending::reply(response, &reply));
-                    let _ = tx.send(out);
-                }
+                let abandoned = guard.state().stop_request() == StopRequest::Abandon;
+                completion.complete_write(abandoned, response, &reply, &tx);
                 drop(guard);
                 drop(permit);
             },
