@@ -94,6 +94,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The start of every slapd.conf the tests write: Debian's schemas and back-mdb.
+SLAPD_PREAMBLE = """
+include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/inetorgperson.schema
+include /etc/ldap/schema/nis.schema
+modulepath /usr/lib/ldap
+moduleload back_mdb"""
+
+
 def slapd_password_hash(pw):
     """{SSHA} of pw, made by slappasswd (the form slapd stores)."""
     return subprocess.run(["/usr/sbin/slappasswd", "-h", "{SSHA}", "-s", pw], check=True,
@@ -145,13 +155,7 @@ class LdapServer:
     def _setup_slapd(self, extra_global, extra_db):
         d = self.workdir
         (d / "mdb").mkdir()
-        conf = f"""
-include /etc/ldap/schema/core.schema
-include /etc/ldap/schema/cosine.schema
-include /etc/ldap/schema/inetorgperson.schema
-include /etc/ldap/schema/nis.schema
-modulepath /usr/lib/ldap
-moduleload back_mdb
+        conf = f"""{SLAPD_PREAMBLE}
 moduleload sssvlv
 pidfile {d}/slapd.pid
 argsfile {d}/slapd.args

@@ -29,7 +29,7 @@ import pytest
 import conftest
 import ldaputil
 from test_syncrepl_consumer import WriteLoad, contents, differences, person
-from test_syncrepl_provider import SlapdConsumer
+from test_syncrepl_provider import SlapdConsumer, monitor_values, provider_searches
 
 pytestmark = pytest.mark.larch_only("Larch replicating to Larch")
 
@@ -187,32 +187,6 @@ def test_a_larch_replica_of_larch_follows_every_kind_of_change(chain):
     ldaputil.assert_result(c, "success")
     c.unbind()
     converge(provider, consumer)
-
-
-def monitor_values(srv, base):
-    """{lowercased cn: monitoredInfo or monitorCounter} of the entries right below `base`."""
-    conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
-    try:
-        _, entries = ldaputil.search_entries(conn, base, scope=ldap3.LEVEL,
-                                             attrs=["cn", "monitoredInfo", "monitorCounter"])
-    finally:
-        conn.unbind()
-    out = {}
-    for e in entries:
-        value = ldaputil.values(e, "monitoredInfo") or ldaputil.values(e, "monitorCounter")
-        out[ldaputil.values(e, "cn")[0].lower()] = value[0] if value else None
-    return out
-
-
-def provider_searches(provider):
-    """The provider's refreshAndPersist searches as cn=Monitor shows them."""
-    conn = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
-    try:
-        _, entries = ldaputil.search_entries(conn, "cn=Sync Provider,cn=Monitor", "(cn=Search *)",
-                                             scope=ldap3.LEVEL, attrs=["cn"])
-    finally:
-        conn.unbind()
-    return [monitor_values(provider, e["dn"]) for e in entries]
 
 
 def test_lag_and_state_are_watched_on_both_sides(chain):
@@ -373,12 +347,7 @@ def test_slapd_to_larch_to_slapd(chain):
     last = SlapdConsumer(middle, rid=22)
     try:
         last.start()
-        c = ldaputil.connect(first, first.admin_dn, first.admin_pw)
-        c.modify(f"cn=p00001,ou=people,{BASE}", {"description": [(ldap3.MODIFY_REPLACE, ["through the chain"])]})
-        ldaputil.assert_result(c, "success")
-        c.delete(f"cn=p00002,ou=people,{BASE}")
-        ldaputil.assert_result(c, "success")
-        c.unbind()
+        modify_and_delete(first, 1, 2, "through the chain")
         converge(first, middle, read=contents)
         end = time.monotonic() + CONVERGE_S
         while True:
@@ -392,6 +361,16 @@ def test_slapd_to_larch_to_slapd(chain):
             time.sleep(0.3)
     finally:
         last.close()
+
+
+def modify_and_delete(srv, modified, deleted, description):
+    """As the admin: a new description for person `modified`, and person `deleted` deleted."""
+    c = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
+    c.modify(f"cn=p{modified:05d},ou=people,{BASE}", {"description": [(ldap3.MODIFY_REPLACE, [description])]})
+    ldaputil.assert_result(c, "success")
+    c.delete(f"cn=p{deleted:05d},ou=people,{BASE}")
+    ldaputil.assert_result(c, "success")
+    c.unbind()
 
 
 def slapd_contents(consumer):
@@ -419,12 +398,7 @@ def test_a_new_replica_starts_from_the_providers_snapshot(chain):
     assert "started from the provider's snapshot" in log, log[-3000:]
     applied = changes_applied(port, 31)
     assert applied < 100, f"{applied} changes applied: the replica refreshed instead"
-    c = ldaputil.connect(provider, provider.admin_dn, provider.admin_pw)
-    c.modify(f"cn=p00003,ou=people,{BASE}", {"description": [(ldap3.MODIFY_REPLACE, ["after the snapshot"])]})
-    ldaputil.assert_result(c, "success")
-    c.delete(f"cn=p00004,ou=people,{BASE}")
-    ldaputil.assert_result(c, "success")
-    c.unbind()
+    modify_and_delete(provider, 3, 4, "after the snapshot")
     converge(provider, consumer)
     # Restarted, it goes on from its cookie (its data directory is no longer empty).
     consumer.kill9_and_restart()

@@ -98,51 +98,37 @@ fn replication(w: &mut Writer, report: &ServerReport) {
         let t = r.last_error.as_ref().map_or(0.0, |(t, _)| unix_seconds(*t));
         w.sample_f("larch_replication_last_error_time_seconds", &[("rid", &rid)], t);
     }
-    w.family(
-        "larch_replication_lag_seconds",
-        "gauge",
-        "Seconds since the replica last held everything its provider had sent (0 while persisting in \
-         step; no sample while unknown).",
-    );
-    for r in &report.replication {
-        if let Some(lag) = r.lag(report.now) {
-            let rid = r.rid.to_string();
-            w.sample_f(
-                "larch_replication_lag_seconds",
-                &[("rid", &rid)],
-                lag.as_secs_f64(),
-            );
-        }
-    }
-    w.family(
-        "larch_replication_last_change_delay_seconds",
-        "gauge",
-        "For the newest change applied while persisting: when it was durable here less the time of its CSN.",
-    );
-    for r in &report.replication {
-        if let Some(d) = r.last_delay {
-            let rid = r.rid.to_string();
-            w.sample_f(
-                "larch_replication_last_change_delay_seconds",
-                &[("rid", &rid)],
-                d.as_secs_f64(),
-            );
-        }
-    }
-    w.family(
-        "larch_replication_last_csn_time_seconds",
-        "gauge",
-        "The time of the newest CSN the replica stored, in Unix seconds (compare with the provider's \
-         larch_syncprov_context_csn_time_seconds).",
-    );
-    for r in &report.replication {
-        if let Some(t) = r.last_csn.as_deref().and_then(crate::syncrepl::status::csn_time) {
-            let rid = r.rid.to_string();
-            w.sample_f(
-                "larch_replication_last_csn_time_seconds",
-                &[("rid", &rid)],
-                unix_seconds(t),
-            );
+    type Gauge = fn(&crate::syncrepl::StatusView, SystemTime) -> Option<f64>;
+    let gauges: [(&str, &str, Gauge); 3] = [
+        (
+            "larch_replication_lag_seconds",
+            "Seconds since the replica last held everything its provider had sent (0 while persisting in \
+             step; no sample while unknown).",
+            |r, now| r.lag(now).map(|d| d.as_secs_f64()),
+        ),
+        (
+            "larch_replication_last_change_delay_seconds",
+            "For the newest change applied while persisting: when it was durable here less the time of its CSN.",
+            |r, _| r.last_delay.map(|d| d.as_secs_f64()),
+        ),
+        (
+            "larch_replication_last_csn_time_seconds",
+            "The time of the newest CSN the replica stored, in Unix seconds (compare with the provider's \
+             larch_syncprov_context_csn_time_seconds).",
+            |r, _| {
+                r.last_csn
+                    .as_deref()
+                    .and_then(crate::syncrepl::status::csn_time)
+                    .map(unix_seconds)
+            },
+        ),
+    ];
+    for (name, help, value) in gauges {
+        w.family(name, "gauge", help);
+        for r in &report.replication {
+            if let Some(v) = value(r, report.now) {
+                w.sample_f(name, &[("rid", &r.rid.to_string())], v);
+            }
         }
     }
 }

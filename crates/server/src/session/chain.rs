@@ -67,6 +67,6 @@ impl Session {
     fn chained_identity(&mut self, controls: Controls<'_>, kind: OpKind) -> Result<Arc<Identity>, OpError> {
         let controls = RequestControls::parse(controls, kind)?;
         confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
-        self.write_identity(&controls)
+        self.acting_identity(&controls)
     }
 }

@@ -445,7 +445,7 @@ impl Session {
 
     /// The identity a write (or Password Modify, WhoAmI) runs as: the connection's, or the
     /// one a Proxied Authorization control names (checked by the access rules).
-    pub(super) fn write_identity(
+    pub(super) fn acting_identity(
         &mut self,
         controls: &RequestControls<'_>,
     ) -> Result<Arc<Identity>, OpError> {
@@ -474,7 +474,7 @@ impl Session {
     ) -> Result<(P, Arc<Identity>), OpError> {
         let controls = RequestControls::parse(controls, kind)?;
         confidentiality::require_tls(&self.dir, &self.client, confidentiality::what(kind))?;
-        let identity = self.write_identity(&controls)?;
+        let identity = self.acting_identity(&controls)?;
         if !controls.manage_dsa_it {
             if let Some(e) = referral_above(&self.dir, self.reader.current(), dn_text) {
                 return Err(e);
@@ -583,7 +583,7 @@ impl Session {
         let reply = match RequestControls::parse(controls, OpKind::Extended) {
             Err(e) => Reply::from(e),
             Ok(controls) => match &*name {
-                exop::WHO_AM_I => match self.write_identity(&controls) {
+                exop::WHO_AM_I => match self.acting_identity(&controls) {
                     Ok(identity) => who_am_i(&identity, req.value.is_some()),
                     Err(e) => Reply::from(e),
                 },

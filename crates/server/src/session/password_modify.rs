@@ -93,7 +93,7 @@ impl Session {
         confidentiality::require_tls(&self.dir, &self.client, "a Password Modify")?;
         let request = PasswordModifyRequest::decode_value(req.value)
             .map_err(|e| OpError::protocol(format!("Password Modify: {e}")))?;
-        let identity = self.write_identity(&controls)?;
+        let identity = self.acting_identity(&controls)?;
         let prepared = {
             let version = self.reader.current().clone();
             let ctx = crate::ops::WriteContext {

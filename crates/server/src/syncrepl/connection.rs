@@ -301,19 +301,7 @@ impl Connection {
             if self.framed()?.is_some() {
                 return Ok(true);
             }
-            let stream = &mut self.stream;
-            let free = &mut self.rbuf[self.hi..];
-            let read = std::future::poll_fn(|cx| {
-                let mut buf = ReadBuf::new(free);
-                Poll::Ready(match Pin::new(&mut **stream).poll_read(cx, &mut buf) {
-                    Poll::Ready(Ok(())) => Some(Ok(buf.filled().len())),
-                    Poll::Ready(Err(e)) => Some(Err(e)),
-                    // Nothing now; the waker it registered only makes a spurious wake-up.
-                    Poll::Pending => None,
-                })
-            })
-            .await;
-            match read {
+            match read_now(&mut self.stream, &mut self.rbuf[self.hi..]).await {
                 None | Some(Ok(0)) => return Ok(false),
                 Some(Ok(n)) => self.hi += n,
                 Some(Err(e)) => return Err(SyncError::io("reading from the provider", e)),
@@ -329,13 +317,7 @@ impl Connection {
         if self.lo != self.hi {
             return false;
         }
-        let stream = &mut self.stream;
-        let mut probe = [0u8; 1];
-        std::future::poll_fn(|cx| {
-            let mut buf = ReadBuf::new(&mut probe);
-            Poll::Ready(Pin::new(&mut **stream).poll_read(cx, &mut buf).is_pending())
-        })
-        .await
+        read_now(&mut self.stream, &mut [0u8; 1]).await.is_none()
     }
 
     /// The length of the whole PDU at the front of the buffer, if there is one; else makes
@@ -359,6 +341,20 @@ impl Connection {
             }),
         }
     }
+}
+
+/// One read into `buf` that does not wait: `None` when nothing can be read now (the waker
+/// the poll registered only makes a spurious wake-up later).
+async fn read_now(stream: &mut Box<dyn Stream>, buf: &mut [u8]) -> Option<io::Result<usize>> {
+    std::future::poll_fn(|cx| {
+        let mut buf = ReadBuf::new(buf);
+        Poll::Ready(match Pin::new(&mut **stream).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) => Some(Ok(buf.filled().len())),
+            Poll::Ready(Err(e)) => Some(Err(e)),
+            Poll::Pending => None,
+        })
+    })
+    .await
 }
 
 /// A TCP connection with keepalive on (a provider gone without a word is noticed by the
