@@ -4,6 +4,7 @@
 
     bench/monitor_read.py --port PORT [--host 127.0.0.1] [--connections 1000] [--reads 50]
                           [--admin-dn DN] [--password PW] [--metrics http://HOST:PORT/metrics]
+                          [--server-pid PID]
 
 Opens --connections connections, each with an anonymous Bind answered (so each is a
 session with an entry under cn=Connections), then, on one more connection bound as the
@@ -13,7 +14,9 @@ SearchResultDone. The responses are framed, not decoded, so the figure is the se
 plus the transfer, not a client's parsing. Prints the entries per read and the median, 90th
 percentile and maximum in milliseconds, and exits 1 if a read failed. With --metrics, then
 times as many GETs of /metrics (a fresh HTTP connection each, as Prometheus' first scrape)
-with the connections still open."""
+with the connections still open. With --server-pid, also prints the server's CPU time per
+read (user and system, from /proc/PID/stat around the reads): on a shared machine, where the
+elapsed time includes waiting for a core, the figure to compare between builds."""
 
 import argparse
 import os
@@ -73,6 +76,13 @@ class Reader:
         return op_tag
 
 
+def cpu_seconds(pid):
+    """User plus system CPU time of process `pid` (every thread), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def request(sock, msgid, op):
     sock.sendall(w.message(msgid, op))
 
@@ -86,6 +96,7 @@ def main():
     ap.add_argument("--admin-dn", default="cn=admin,dc=example,dc=com")
     ap.add_argument("--password", default=os.environ.get("LARCH_ADMIN_PASSWORD", "secret"))
     ap.add_argument("--metrics", help="also time GET of this /metrics URL, --reads times")
+    ap.add_argument("--server-pid", type=int, help="print the server's CPU time per read")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, args.connections + 64)), hard))
@@ -106,6 +117,7 @@ def main():
     assert tag == 0x61
     times = []
     entries = 0
+    cpu_before = cpu_seconds(args.server_pid) if args.server_pid else 0.0
     for i in range(args.reads):
         started = time.perf_counter()
         request(admin, i + 2, w.search("cn=Monitor", w.SCOPE_SUB, attrs=("*", "+")))
@@ -121,6 +133,9 @@ def main():
     print(f"connections={args.connections} entries_per_read={entries} reads={args.reads} "
           f"median_ms={statistics.median(times):.2f} p90_ms={times[int(len(times) * 0.9) - 1]:.2f} "
           f"max_ms={times[-1]:.2f}")
+    if args.server_pid:
+        cpu_ms = (cpu_seconds(args.server_pid) - cpu_before) * 1000 / args.reads
+        print(f"server_cpu_ms_per_read={cpu_ms:.2f}")
     if args.metrics:
         import urllib.request
         scrapes = []

@@ -293,12 +293,13 @@ fn run(
     if let Some(m) = &metrics {
         m.ready(Arc::clone(&dir));
     }
-    // Registered before the listeners open, so no SIGHUP can find its default action
-    // (ending the process) once clients can connect.
-    let hangup = {
+    // Registered before the listeners open, so no SIGHUP or SIGTERM can find its default
+    // action (ending the process) once clients can connect.
+    let (hangup, stop) = {
         let _in_runtime = runtime.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-            .map_err(|e| format!("cannot handle SIGHUP: {e}"))?
+        let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| format!("cannot handle SIGHUP: {e}"))?;
+        (hangup, shutdown_signal()?)
     };
     let reload = Reload {
         dir: Arc::clone(&dir),
@@ -320,7 +321,7 @@ fn run(
             runtime.handle(),
         )?)
     };
-    let served = runtime.block_on(larch_server::net::run(dir.clone(), shutdown_signal(), |bound| {
+    let served = runtime.block_on(larch_server::net::run(dir.clone(), stop, |bound| {
         for b in bound {
             info!(url = %b, "listening");
         }
@@ -507,16 +508,18 @@ impl Reload {
     }
 }
 
-/// Completes on SIGTERM or SIGINT.
-async fn shutdown_signal() {
+/// A future that completes on SIGTERM or SIGINT, both handled from this call on (inside the
+/// runtime). Called before the listeners open: registered only when first polled, after
+/// the accept loops had started, a SIGTERM sent to a server already answering binds could
+/// meet the default action and end the process without its shutdown snapshot.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-        _ => std::future::pending::<()>().await,
-    }
+    })
 }

@@ -178,14 +178,19 @@ impl Selection {
 }
 
 /// Appends one `PartialAttribute` TLV with the given values (empty set with `types_only`).
-pub fn write_partial_attribute(out: &mut Vec<u8>, name: &[u8], values: &[Vec<u8>], types_only: bool) {
+pub fn write_partial_attribute<V: AsRef<[u8]>>(
+    out: &mut Vec<u8>,
+    name: &[u8],
+    values: &[V],
+    types_only: bool,
+) {
     let mut w = Writer::new(out);
     let m = w.begin(tag::SEQUENCE);
     w.octet_string(name);
     let s = w.begin(tag::SET);
     if !types_only {
         for v in values {
-            w.octet_string(v);
+            w.octet_string(v.as_ref());
         }
     }
     w.end(s);

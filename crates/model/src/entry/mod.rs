@@ -7,9 +7,11 @@ mod description;
 pub mod modify;
 
 mod stored;
+mod stored_builder;
 
 pub use description::{split_description, Options};
 pub use stored::{StoredAttribute, StoredAttributes, StoredEntry, StoredFormatError, StoredRef};
+pub use stored_builder::StoredBuilder;
 
 use larch_proto::AddRequest;
 

@@ -121,7 +121,7 @@ fn length_octets(len: usize) -> usize {
     }
 }
 
-fn push_length(out: &mut Vec<u8>, len: usize) {
+pub(super) fn push_length(out: &mut Vec<u8>, len: usize) {
     let n = length_octets(len);
     if n == 1 {
         out.push(len as u8);
@@ -164,6 +164,11 @@ impl StoredEntry {
         StoredEntry {
             bytes: out.into_boxed_slice(),
         }
+    }
+
+    /// Octets [`super::StoredBuilder`] wrote, well formed by construction.
+    pub(super) fn from_built(bytes: Box<[u8]>) -> StoredEntry {
+        StoredEntry { bytes }
     }
 
     /// Takes octets of this form, checking them ([`StoredRef::validate`]).

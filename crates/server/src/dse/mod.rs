@@ -21,6 +21,7 @@ use larch_model::filter::CompiledFilter;
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_proto::SeqOf;
 
+use crate::opattrs::SUBSCHEMA_SUBENTRY_DN;
 use crate::select::{write_partial_attribute, Selection};
 
 /// The extended operations the server implements, as the root DSE publishes them
@@ -52,14 +53,41 @@ pub struct DseEntry {
     /// Its DN.
     pub dn: String,
     stored: StoredEntry,
-    computed: Vec<(AttributeTypeId, Vec<u8>)>,
+    /// The computed attributes every such entry has, by type (`None`: not in the schema,
+    /// or not readable): `entryDN`, whose value is `dn`, and `subschemaSubentry`.
+    computed: Computed,
+}
+
+/// The types of a [`DseEntry`]'s computed attributes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Computed {
+    entry_dn: Option<AttributeTypeId>,
+    subschema_subentry: Option<AttributeTypeId>,
+}
+
+impl Computed {
+    /// The types as `schema` names them.
+    pub(crate) fn of(schema: &Schema) -> Computed {
+        Computed {
+            entry_dn: schema.attribute_type("entryDN").map(|t| t.id),
+            subschema_subentry: schema.attribute_type("subschemaSubentry").map(|t| t.id),
+        }
+    }
+
+    /// The attributes with their values, for an entry named `dn`.
+    fn values<'a>(&self, dn: &'a str) -> impl Iterator<Item = (AttributeTypeId, &'a [u8])> {
+        let entry_dn = self.entry_dn.map(|t| (t, dn.as_bytes()));
+        let subschema = self
+            .subschema_subentry
+            .map(|t| (t, SUBSCHEMA_SUBENTRY_DN.as_bytes()));
+        entry_dn.into_iter().chain(subschema)
+    }
 }
 
 /// Collects attributes by type name; names the schema lacks are left out.
 #[derive(Debug, Default)]
 pub(crate) struct Builder {
     attrs: Vec<Attribute>,
-    computed: Vec<(AttributeTypeId, Vec<u8>)>,
 }
 
 impl Builder {
@@ -82,20 +110,13 @@ impl Builder {
         });
     }
 
-    /// Adds a computed attribute's value.
-    pub(crate) fn computed(&mut self, schema: &Schema, name: &str, value: &str) {
-        if let Some(t) = schema.attribute_type(name) {
-            self.computed.push((t.id, value.as_bytes().to_vec()));
-        }
-    }
-
-    /// The entry.
-    pub(crate) fn build(self, dn: &str) -> DseEntry {
-        DseEntry {
-            dn: dn.to_string(),
-            stored: StoredEntry::build(&self.attrs),
-            computed: self.computed,
-        }
+    /// The entry, with the computed `entryDN` and `subschemaSubentry`.
+    pub(crate) fn build(self, schema: &Schema, dn: &str) -> DseEntry {
+        DseEntry::new(
+            dn.to_string(),
+            StoredEntry::build(&self.attrs),
+            Computed::of(schema),
+        )
     }
 }
 
@@ -110,6 +131,11 @@ fn names_type(requested: SeqOf<'_, &[u8]>, ty: AttributeTypeId, schema: &Schema)
 }
 
 impl DseEntry {
+    /// The entry named `dn` with the attributes of `stored` and the computed ones.
+    pub(crate) fn new(dn: String, stored: StoredEntry, computed: Computed) -> DseEntry {
+        DseEntry { dn, stored, computed }
+    }
+
     /// The same entry with only the attributes `keep` accepts (stored and computed): what
     /// a requester may read of it.
     pub fn retain(&self, keep: impl Fn(AttributeTypeId) -> bool) -> DseEntry {
@@ -126,7 +152,10 @@ impl DseEntry {
         DseEntry {
             dn: self.dn.clone(),
             stored: StoredEntry::build(&attrs),
-            computed: self.computed.iter().filter(|(t, _)| keep(*t)).cloned().collect(),
+            computed: Computed {
+                entry_dn: self.computed.entry_dn.filter(|&t| keep(t)),
+                subschema_subentry: self.computed.subschema_subentry.filter(|&t| keep(t)),
+            },
         }
     }
 
@@ -158,10 +187,10 @@ impl DseEntry {
                 a.write_ber(name, types_only, out);
             }
         }
-        for (ty, value) in &self.computed {
-            if selection.selects(*ty, "", schema) || names_type(requested, *ty, schema) {
-                let name = schema.attribute_type_by_id(*ty).map_or("", |t| t.name());
-                write_partial_attribute(out, name.as_bytes(), std::slice::from_ref(value), types_only);
+        for (ty, value) in self.computed.values(&self.dn) {
+            if selection.selects(ty, "", schema) || names_type(requested, ty, schema) {
+                let name = schema.attribute_type_by_id(ty).map_or("", |t| t.name());
+                write_partial_attribute(out, name.as_bytes(), &[value], types_only);
             }
         }
     }

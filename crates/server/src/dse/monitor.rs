@@ -69,16 +69,16 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use larch_model::entry::StoredBuilder;
 use larch_model::schema::{AttributeTypeId, Schema};
 use larch_proto::ResultCode;
 
-use super::{Builder, DseEntry};
+use super::{Computed, DseEntry};
 use crate::directory::Directory;
 use crate::monitor::connections::ConnectionView;
 use crate::monitor::counters::Totals;
 use crate::monitor::kinds::{BindMethod, OpKind};
 use crate::opattrs::time::generalized_time;
-use crate::opattrs::SUBSCHEMA_SUBENTRY_DN;
 use crate::report::{ServerReport, SERVER_VERSION};
 
 /// The monitor's naming context, as the root DSE publishes it (`monitorContext`).
@@ -86,10 +86,13 @@ pub const MONITOR_DN: &str = "cn=Monitor";
 
 /// Every entry of the subtree, parents before children, built from `report`.
 pub fn monitor_entries(dir: &Directory, report: &ServerReport) -> Vec<DseEntry> {
+    let open = report.connections.as_ref().map_or(0, Vec::len);
     let mut t = Tree {
         schema: &dir.schema,
         types: TypeCache::default(),
-        out: Vec::new(),
+        stored: StoredBuilder::default(),
+        computed: Computed::of(&dir.schema),
+        out: Vec::with_capacity(open + 128),
     };
     t.server();
     connections(&mut t, report);
@@ -116,6 +119,11 @@ struct Tree<'a> {
     /// Attribute types by name, looked up in the schema once per name (a read of the
     /// subtree with a thousand connections adds some fifteen thousand attributes).
     types: TypeCache,
+    /// Writes each entry's values straight into the stored form, its buffers reused from
+    /// entry to entry (a thousand connection entries would otherwise cost some forty
+    /// allocations each).
+    stored: StoredBuilder,
+    computed: Computed,
     out: Vec<DseEntry>,
 }
 
@@ -148,18 +156,31 @@ impl Hasher for AddressHasher {
 struct Fill<'t, 'a> {
     schema: &'a Schema,
     types: &'t mut TypeCache,
-    b: Builder,
+    b: &'t mut StoredBuilder,
 }
 
 impl Fill<'_, '_> {
-    fn add<V: AsRef<[u8]>>(&mut self, name: &'static str, values: &[V]) {
+    /// The type called `name` (`None`: the schema lacks it, and its values are left out).
+    fn ty(&mut self, name: &'static str) -> Option<AttributeTypeId> {
         let schema = self.schema;
-        let ty = *self
+        *self
             .types
             .entry(name.as_ptr() as usize)
-            .or_insert_with(|| schema.attribute_type(name).map(|t| t.id));
-        if let Some(ty) = ty {
-            self.b.add_type(ty, values);
+            .or_insert_with(|| schema.attribute_type(name).map(|t| t.id))
+    }
+
+    fn add<V: AsRef<[u8]>>(&mut self, name: &'static str, values: &[V]) {
+        if let Some(ty) = self.ty(name) {
+            for v in values {
+                self.b.value(ty, v.as_ref());
+            }
+        }
+    }
+
+    /// Adds `n` in decimal.
+    fn number(&mut self, name: &'static str, n: u64) {
+        if let Some(ty) = self.ty(name) {
+            self.b.decimal(ty, n);
         }
     }
 }
@@ -171,16 +192,14 @@ impl Tree<'_> {
         let mut f = Fill {
             schema: self.schema,
             types: &mut self.types,
-            b: Builder::default(),
+            b: &mut self.stored,
         };
         f.add("objectClass", &[class]);
         f.add("cn", &[name]);
         f.add("structuralObjectClass", &[class]);
         fill(&mut f);
-        let mut b = f.b;
-        b.computed(self.schema, "entryDN", &dn);
-        b.computed(self.schema, "subschemaSubentry", SUBSCHEMA_SUBENTRY_DN);
-        self.out.push(b.build(&dn));
+        let stored = self.stored.finish();
+        self.out.push(DseEntry::new(dn, stored, self.computed));
     }
 
     fn server(&mut self) {
@@ -202,7 +221,7 @@ impl Tree<'_> {
 
     fn counter(&mut self, parent: &str, name: &str, value: u64) {
         self.entry(parent, name, "monitorCounterObject", |b| {
-            b.add("monitorCounter", &[value.to_string()]);
+            b.number("monitorCounter", value);
         });
     }
 
@@ -244,12 +263,12 @@ fn connection(t: &mut Tree<'_>, parent: &str, c: &ConnectionView) {
     };
     let executing = c.received.saturating_sub(c.completed);
     t.entry(parent, &name, "monitorConnection", |b| {
-        b.add("monitorConnectionNumber", &[c.conn.to_string()]);
+        b.number("monitorConnectionNumber", c.conn);
         b.add("monitorConnectionProtocol", &["3"]);
-        b.add("monitorConnectionOpsReceived", &[c.received.to_string()]);
-        b.add("monitorConnectionOpsExecuting", &[executing.to_string()]);
+        b.number("monitorConnectionOpsReceived", c.received);
+        b.number("monitorConnectionOpsExecuting", executing);
         b.add("monitorConnectionOpsPending", &["0"]);
-        b.add("monitorConnectionOpsCompleted", &[c.completed.to_string()]);
+        b.number("monitorConnectionOpsCompleted", c.completed);
         let mask = match &c.tls {
             Some((version, cipher)) => format!("tls {version} {cipher}"),
             None => String::from("plain"),
@@ -303,7 +322,7 @@ fn logs(t: &mut Tree<'_>, report: &ServerReport) {
                 "description",
                 &["access log: lines written (monitorCounter), dropped, lost"],
             );
-            b.add("monitorCounter", &[a.lines_written.to_string()]);
+            b.number("monitorCounter", a.lines_written);
             b.add(
                 "monitoredInfo",
                 &[format!(
@@ -319,7 +338,7 @@ fn logs(t: &mut Tree<'_>, report: &ServerReport) {
                 "description",
                 &["audit log: changes written (monitorCounter), skipped, lost"],
             );
-            b.add("monitorCounter", &[a.records_written.to_string()]);
+            b.number("monitorCounter", a.records_written);
             b.add(
                 "monitoredInfo",
                 &[format!(
@@ -334,14 +353,14 @@ fn logs(t: &mut Tree<'_>, report: &ServerReport) {
 fn operations(t: &mut Tree<'_>, totals: &Totals) {
     t.entry(MONITOR_DN, "Operations", "monitorContainer", |b| {
         b.add("description", &["Operations"]);
-        b.add("monitorOpInitiated", &[totals.initiated_all().to_string()]);
-        b.add("monitorOpCompleted", &[totals.completed_all().to_string()]);
+        b.number("monitorOpInitiated", totals.initiated_all());
+        b.number("monitorOpCompleted", totals.completed_all());
     });
     let parent = child_dn(MONITOR_DN, "Operations");
     for kind in OpKind::ALL {
         t.entry(&parent, kind.monitor_name(), "monitorOperation", |b| {
-            b.add("monitorOpInitiated", &[totals.initiated(kind).to_string()]);
-            b.add("monitorOpCompleted", &[totals.completed(kind).to_string()]);
+            b.number("monitorOpInitiated", totals.initiated(kind));
+            b.number("monitorOpCompleted", totals.completed(kind));
         });
     }
 }
@@ -367,7 +386,7 @@ fn results(t: &mut Tree<'_>, totals: &Totals) {
             if let Some(c) = code {
                 b.add("description", &[format!("result code {c}")]);
             }
-            b.add("monitorCounter", &[count.to_string()]);
+            b.number("monitorCounter", count);
         });
     }
 }
@@ -460,7 +479,7 @@ fn store(t: &mut Tree<'_>, report: &ServerReport) {
     for (name, keys) in &st.indexes {
         t.entry(&parent, &format!("Index {name}"), "monitorCounterObject", |b| {
             let total = keys.equality + keys.presence + keys.substring + keys.ordering;
-            b.add("monitorCounter", &[total.to_string()]);
+            b.number("monitorCounter", total as u64);
             b.add(
                 "monitoredInfo",
                 &[format!(

@@ -14,7 +14,6 @@
 use super::{Builder, DseEntry};
 use crate::controls::SUPPORTED_CONTROLS;
 use crate::directory::Directory;
-use crate::opattrs::SUBSCHEMA_SUBENTRY_DN;
 
 /// The `vendorName` value.
 pub const VENDOR_NAME: &str = "Larch";
@@ -47,7 +46,5 @@ pub fn root_dse(dir: &Directory) -> DseEntry {
     b.add(schema, "supportedLDAPVersion", &["3"]);
     b.add(schema, "vendorName", &[VENDOR_NAME]);
     b.add(schema, "vendorVersion", &[VENDOR_VERSION]);
-    b.computed(schema, "entryDN", "");
-    b.computed(schema, "subschemaSubentry", SUBSCHEMA_SUBENTRY_DN);
-    b.build("")
+    b.build(schema, "")
 }

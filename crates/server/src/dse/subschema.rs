@@ -69,7 +69,5 @@ fn build(schema: &Schema) -> DseEntry {
     for (name, values) in rendered.attributes() {
         b.add(schema, name, values);
     }
-    b.computed(schema, "entryDN", SUBSCHEMA_SUBENTRY_DN);
-    b.computed(schema, "subschemaSubentry", SUBSCHEMA_SUBENTRY_DN);
-    b.build(SUBSCHEMA_SUBENTRY_DN)
+    b.build(schema, SUBSCHEMA_SUBENTRY_DN)
 }

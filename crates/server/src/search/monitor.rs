@@ -136,7 +136,8 @@ pub(super) fn search(
             answer.size_exceeded = true;
             break;
         }
-        let mut attrs = Vec::new();
+        // Each attribute adds its name and two headers to the stored octets.
+        let mut attrs = Vec::with_capacity(visible.stored().as_bytes().len() * 2 + 256);
         visible.write_attributes(s.selection, s.attributes, schema, s.types_only, &mut attrs);
         answer.entries.push((b.entry.dn.clone(), attrs));
     }
