@@ -203,7 +203,8 @@ impl Directory {
         let tls = config.tls.as_ref().map(TlsState::load).transpose()?.map(Arc::new);
         let acl = Arc::new(AccessRules::compile(&config.access, &schema)?);
         let password_policy = PasswordPolicy::configured(&config.password_policy, &schema).map(Arc::new);
-        let hooks = WriteHooks::configured(&config, &schema)?.with_password_policy(password_policy.clone());
+        let hooks = WriteHooks::configured(&config, &schema)?
+            .with_password_policy(password_policy.clone(), &config.password);
         let access_log = start_access_log(&config)?;
         let mut observers = Observers::default();
         if let Some(log) = &access_log {

@@ -317,10 +317,15 @@ static CLIENT: Client = Client {
 
 impl Harness {
     fn open(scheme: DefaultScheme) -> Harness {
+        Harness::open_with(scheme, |_| {})
+    }
+
+    fn open_with(scheme: DefaultScheme, configure: impl FnOnce(&mut ServerConfig)) -> Harness {
         let path = fresh_data_dir("passwords");
         let mut config = ServerConfig::default();
         test_store(&mut config, path.clone());
         config.password.default_scheme = scheme;
+        configure(&mut config);
         let (dir, _) = Directory::open(config).unwrap();
         let h = Harness {
             dir: Arc::new(dir),
@@ -380,6 +385,81 @@ impl Harness {
             })
             .unwrap()
             .map(|_| ())
+    }
+
+    /// A Modify prepared on the connection (against the current version), to be applied
+    /// later by [`Harness::apply_modify`].
+    fn prepare_modify(
+        &self,
+        who: &Identity,
+        dn: &str,
+        changes: &[(ModifyOperation, &str, &[&str])],
+    ) -> larch_server::ops::PreparedModify {
+        let controls = RequestControls::parse(None, OpKind::Modify).unwrap();
+        with_modify(dn, changes, |req| prepare_modify(&self.ctx(who), &req, &controls)).unwrap()
+    }
+
+    /// Applies a prepared Modify on the store's writer.
+    fn apply_modify(&self, who: &Identity, p: larch_server::ops::PreparedModify) -> Result<(), OpError> {
+        let (dir, who) = (self.dir.clone(), who.clone());
+        self.dir
+            .store
+            .write(move |txn| {
+                apply_modify(
+                    txn,
+                    &WriteContext {
+                        dir: &dir,
+                        identity: &who,
+                        client: &CLIENT,
+                    },
+                    p,
+                )
+            })
+            .unwrap()
+            .map(|_| ())
+    }
+
+    /// A Password Modify prepared and finished on the connection (against the current
+    /// version), to be applied later by [`Harness::apply_passwd`].
+    fn prepare_passwd(
+        &self,
+        who: &Identity,
+        old: &str,
+        new: &str,
+    ) -> larch_server::ops::password_modify::ReadyPasswordModify {
+        let req = PasswordModifyRequest {
+            user_identity: None,
+            old_password: Some(old.as_bytes()),
+            new_password: Some(new.as_bytes()),
+        };
+        let version = self.dir.store.current();
+        prepare_password_modify(&self.ctx(who), &version, &req, false)
+            .unwrap()
+            .finish(&self.dir.config.password)
+            .unwrap()
+    }
+
+    /// Applies a finished Password Modify on the store's writer.
+    fn apply_passwd(
+        &self,
+        who: &Identity,
+        ready: larch_server::ops::password_modify::ReadyPasswordModify,
+    ) -> Result<(), OpError> {
+        let (dir, who) = (self.dir.clone(), who.clone());
+        self.dir
+            .store
+            .write(move |txn| {
+                apply_password_modify(
+                    txn,
+                    &WriteContext {
+                        dir: &dir,
+                        identity: &who,
+                        client: &CLIENT,
+                    },
+                    ready,
+                )
+            })
+            .unwrap()
     }
 
     /// A Password Modify as the connection runs it: the generated password, if any.
@@ -826,4 +906,50 @@ fn password_modify_refusals() {
         )
         .unwrap_err();
     assert_eq!(e.matched_dn, PEOPLE);
+}
+
+/// Two changes of one password prepared at the same moment (two connections, each
+/// verifying the new password against the history off the writer) are serialised by the
+/// writer: the second is checked against the password and history the first left, and is
+/// refused as a reuse although its own check, made before the first committed, passed.
+#[test]
+fn concurrent_changes_of_one_password_are_checked_against_each_other() {
+    use larch_proto::controls::PasswordPolicyError;
+    for scheme in [DefaultScheme::Ssha, DefaultScheme::Argon2id] {
+        let h = Harness::open_with(scheme, |c| c.password_policy.in_history = 2);
+        let alice = h.person("alice", "alice-0");
+        let me = identity(&alice, false);
+        // Password Modify twice to the same new password.
+        let first = h.prepare_passwd(&me, "alice-0", "alice-1");
+        let second = h.prepare_passwd(&me, "alice-0", "alice-1");
+        h.apply_passwd(&me, first).unwrap();
+        let e = h.apply_passwd(&me, second).unwrap_err();
+        assert_eq!(
+            (e.code, e.policy),
+            (
+                ResultCode::CONSTRAINT_VIOLATION,
+                Some(PasswordPolicyError::PasswordInHistory)
+            ),
+            "{scheme:?}: {e:?}"
+        );
+        assert!(h.bind(&alice, "alice-1").is_ok());
+        // The same with Modify: history [alice-0], current alice-1.
+        let replace = |pw: &'static [&'static str]| [(ModifyOperation::Replace, "userPassword", pw)];
+        h.modify(&me, &alice, &replace(&["alice-2"])).unwrap();
+        // History [alice-0, alice-1], current alice-2; two changes to alice-3 at once.
+        let first = h.prepare_modify(&me, &alice, &replace(&["alice-3"]));
+        let second = h.prepare_modify(&me, &alice, &replace(&["alice-3"]));
+        h.apply_modify(&me, first).unwrap();
+        let e = h.apply_modify(&me, second).unwrap_err();
+        assert_eq!(e.policy, Some(PasswordPolicyError::PasswordInHistory), "{e:?}");
+        // History [alice-1, alice-2], current alice-3. A change to alice-1 is a reuse when
+        // prepared; a concurrent change to alice-4 that commits first pushes alice-1 out of
+        // the history of two, and the change to alice-1 is then allowed, as it would be
+        // had it come second on one connection.
+        let back = h.prepare_modify(&me, &alice, &replace(&["alice-1"]));
+        let other = h.prepare_modify(&me, &alice, &replace(&["alice-4"]));
+        h.apply_modify(&me, other).unwrap();
+        h.apply_modify(&me, back).unwrap();
+        assert!(h.bind(&alice, "alice-1").is_ok());
+    }
 }

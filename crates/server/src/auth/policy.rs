@@ -1,15 +1,20 @@
 //! Password policy in a Bind (simple, SASL PLAIN; SASL EXTERNAL honours a lock), as
 //! OpenLDAP's `ppolicy_bind` and `ppolicy_bind_response` apply it:
-//! 1. before the password check, a locked account (`pwdAccountLockedTime`: permanent, or
-//!    within `pwdLockoutDuration` under `pwdLockout`) or one outside `pwdStartTime` /
-//!    `pwdEndTime` gets `invalidCredentials` (49), the control's `accountLocked`; its
-//!    password is not checked and no failure is counted;
+//! 1. before the password check, an account outside `pwdStartTime` / `pwdEndTime`, or
+//!    (under `pwdLockout`) held back by a failure's delay (`pwdAccountTmpLockoutEnd`) or
+//!    unused for longer than `pwdMaxIdle` (since `pwdLastSuccess`, else
+//!    `pwdChangedTime`), or locked (`pwdAccountLockedTime`: permanent, or within
+//!    `pwdLockoutDuration` under `pwdLockout`) gets `invalidCredentials` (49), the
+//!    control's `accountLocked`; its password is not checked and no failure is counted;
 //! 2. after it ([`crate::ppolicy::account::after_check`]): a wrong password under
 //!    `pwdLockout` adds a `pwdFailureTime` and, at `pwdMaxFailure`, sets
-//!    `pwdAccountLockedTime`; a right one clears the failures, and then: a reset password
-//!    under `pwdMustChange` restricts the connection to changing it (`changeAfterReset`);
-//!    an expired one uses a grace login (`graceAuthNsRemaining`) or fails with 49
-//!    (`passwordExpired`); one about to expire is warned of (`timeBeforeExpiration`).
+//!    `pwdAccountLockedTime`, else with `pwdMinDelay` holds the account back for a delay
+//!    that doubles with each failure up to `pwdMaxDelay`; a right one clears the failures
+//!    and records `pwdLastSuccess` when due, and then: a reset password under
+//!    `pwdMustChange` restricts the connection to changing it (`changeAfterReset`); an
+//!    expired one uses a grace login (`graceAuthNsRemaining`) while `pwdGraceExpiry`
+//!    allows, or fails with 49 (`passwordExpired`); one about to expire is warned of
+//!    (`timeBeforeExpiration`).
 //!
 //! The administrator (`directory.admin_dn`) is never subject to the policy, as slapd's
 //! rootdn.
@@ -21,9 +26,12 @@
 //! has nothing to write writes nothing: the common successful bind never meets the
 //! writer. A failure and a grace login wait until their record is durable before the
 //! answer (as slapd, which writes them before answering): the next bind sees them, and a
-//! lockout survives a crash. Clearing failures after a success does not wait: the answer
-//! goes out at once; should the server stop before the record is durable, the failures
-//! are still there afterwards (they expire after `pwdFailureCountInterval`).
+//! lockout survives a crash. The record of a success (failures cleared, `pwdLastSuccess`)
+//! does not wait: the answer goes out at once; should the server stop before the record
+//! is durable, the failures are still there afterwards (they expire after
+//! `pwdFailureCountInterval`) and `pwdLastSuccess` is the one before. `pwdLastSuccess` is
+//! rewritten only when older than `password_policy.last_success_precision`, so an account
+//! that binds all day costs one write a minute by default, not one per bind.
 
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -122,7 +130,7 @@ impl BindPolicy {
             must_change: verdict.must_change,
         };
         let pending = verdict.update.map(|update| PendingRecord {
-            wait: update != AccountUpdate::ClearFailures,
+            wait: update != AccountUpdate::Succeeded,
             done: record(dir, self.norm, update, now),
         });
         let result = match (checked, verdict.refused, verdict.error) {

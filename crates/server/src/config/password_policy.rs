@@ -6,13 +6,19 @@
 //! Keys and defaults (each the draft's `pwd*` attribute of the same meaning):
 //! - `enabled` (true): the policy is enforced at all (`false`: no rule, no bookkeeping,
 //!   the control ignored, as slapd without the overlay);
-//! - `min_length` (0), `check_quality` (1: check when the value can be checked);
+//! - `min_length` (0), `max_length` (0: no maximum), `check_quality` (1: check when the
+//!   value can be checked);
 //! - `in_history` (0), `min_age` ("0"), `max_age` ("0": never expires),
-//!   `expire_warning` ("0"), `grace_logins` (0);
+//!   `expire_warning` ("0"), `grace_logins` (0), `grace_expiry` ("0": grace logins never
+//!   run out of time);
 //! - `lockout` (false), `max_failures` (5), `lockout_duration` ("15m"; "0": until an
 //!   administrator unlocks), `failure_count_interval` ("15m"; "0": failures are forgotten
-//!   only by a successful bind);
-//! - `must_change` (false), `allow_user_change` (true), `safe_modify` (false).
+//!   only by a successful bind), `min_delay` and `max_delay` ("0": no delay after a
+//!   failure), `max_idle` ("0": an account may stay unused for ever); these three act only
+//!   under `lockout`, as in slapd;
+//! - `must_change` (false), `allow_user_change` (true), `safe_modify` (false);
+//! - `record_last_success` (false: `pwdLastSuccess` only under a policy with `pwdMaxIdle`),
+//!   `last_success_precision` ("1m"), slapd's `lastbind` and `lastbind-precision`.
 //!
 //! The defaults change nothing for a directory that sets none of them except that a
 //! password change records `pwdChangedTime`, and that an account's
@@ -44,6 +50,11 @@ pub const DEFAULT_POLICY_MAX_FAILURES: u32 = 5;
 /// stop guessing, short enough that a locked-out person waits rather than calls for help.
 pub const DEFAULT_LOCKOUT_DURATION: Duration = Duration::from_secs(15 * 60);
 
+/// Default `password_policy.last_success_precision`: a successful bind rewrites
+/// `pwdLastSuccess` at most once a minute (each rewrite is a write to the log), while an
+/// idle limit, counted in days or weeks, is off by at most that much.
+pub const DEFAULT_LAST_SUCCESS_PRECISION: Duration = Duration::from_secs(60);
+
 /// `[password_policy]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PasswordPolicySettings {
@@ -51,6 +62,8 @@ pub struct PasswordPolicySettings {
     pub enabled: bool,
     /// `password_policy.min_length`: characters (octets, as slapd counts them).
     pub min_length: u32,
+    /// `password_policy.max_length`: octets (0: no maximum).
+    pub max_length: u32,
     /// `password_policy.check_quality`: 0 none, 1 check when possible, 2 must check.
     pub check_quality: u8,
     /// `password_policy.in_history`.
@@ -63,6 +76,8 @@ pub struct PasswordPolicySettings {
     pub expire_warning: Duration,
     /// `password_policy.grace_logins`.
     pub grace_logins: u32,
+    /// `password_policy.grace_expiry` (zero: grace logins never run out of time).
+    pub grace_expiry: Duration,
     /// `password_policy.lockout`.
     pub lockout: bool,
     /// `password_policy.max_failures`.
@@ -71,12 +86,22 @@ pub struct PasswordPolicySettings {
     pub lockout_duration: Duration,
     /// `password_policy.failure_count_interval` (zero: until a successful bind).
     pub failure_count_interval: Duration,
+    /// `password_policy.min_delay` (zero: no delay after a failure).
+    pub min_delay: Duration,
+    /// `password_policy.max_delay` (zero: `min_delay`).
+    pub max_delay: Duration,
+    /// `password_policy.max_idle` (zero: no limit).
+    pub max_idle: Duration,
     /// `password_policy.must_change`.
     pub must_change: bool,
     /// `password_policy.allow_user_change`.
     pub allow_user_change: bool,
     /// `password_policy.safe_modify`.
     pub safe_modify: bool,
+    /// `password_policy.record_last_success`.
+    pub record_last_success: bool,
+    /// `password_policy.last_success_precision`.
+    pub last_success_precision: Duration,
 }
 
 impl Default for PasswordPolicySettings {
@@ -84,19 +109,26 @@ impl Default for PasswordPolicySettings {
         PasswordPolicySettings {
             enabled: true,
             min_length: 0,
+            max_length: 0,
             check_quality: 1,
             in_history: 0,
             min_age: Duration::ZERO,
             max_age: Duration::ZERO,
             expire_warning: Duration::ZERO,
             grace_logins: 0,
+            grace_expiry: Duration::ZERO,
             lockout: false,
             max_failures: DEFAULT_POLICY_MAX_FAILURES,
             lockout_duration: DEFAULT_LOCKOUT_DURATION,
             failure_count_interval: DEFAULT_LOCKOUT_DURATION,
+            min_delay: Duration::ZERO,
+            max_delay: Duration::ZERO,
+            max_idle: Duration::ZERO,
             must_change: false,
             allow_user_change: true,
             safe_modify: false,
+            record_last_success: false,
+            last_success_precision: DEFAULT_LAST_SUCCESS_PRECISION,
         }
     }
 }
@@ -107,19 +139,26 @@ impl Default for PasswordPolicySettings {
 pub(crate) struct RawPasswordPolicy {
     pub enabled: Option<bool>,
     pub min_length: Option<u32>,
+    pub max_length: Option<u32>,
     pub check_quality: Option<u8>,
     pub in_history: Option<u32>,
     pub min_age: Option<RawDuration>,
     pub max_age: Option<RawDuration>,
     pub expire_warning: Option<RawDuration>,
     pub grace_logins: Option<u32>,
+    pub grace_expiry: Option<RawDuration>,
     pub lockout: Option<bool>,
     pub max_failures: Option<u32>,
     pub lockout_duration: Option<RawDuration>,
     pub failure_count_interval: Option<RawDuration>,
+    pub min_delay: Option<RawDuration>,
+    pub max_delay: Option<RawDuration>,
+    pub max_idle: Option<RawDuration>,
     pub must_change: Option<bool>,
     pub allow_user_change: Option<bool>,
     pub safe_modify: Option<bool>,
+    pub record_last_success: Option<bool>,
+    pub last_success_precision: Option<RawDuration>,
 }
 
 /// `value` when at most `max`, else an error naming `key`.
@@ -161,9 +200,39 @@ impl PasswordPolicySettings {
                 "0 with `lockout = true` would never lock an account: give the number of failures that locks it",
             ));
         }
+        let min_length = raw.min_length.unwrap_or(d.min_length);
+        let max_length = raw.max_length.unwrap_or(d.max_length);
+        if max_length > 0 && max_length < min_length {
+            return Err(ConfigError::invalid(
+                "password_policy.max_length",
+                format!("{max_length} is below min_length ({min_length}): no password would do"),
+            ));
+        }
+        let min_delay = dur("min_delay", raw.min_delay, d.min_delay)?;
+        let max_delay = dur("max_delay", raw.max_delay, d.max_delay)?;
+        if !max_delay.is_zero() && max_delay < min_delay {
+            return Err(ConfigError::invalid(
+                "password_policy.max_delay",
+                "is shorter than min_delay: give the longest delay, at least min_delay (or leave it out for min_delay)",
+            ));
+        }
+        let max_idle = dur("max_idle", raw.max_idle, d.max_idle)?;
+        for (key, set) in [
+            ("min_delay", !min_delay.is_zero()),
+            ("max_delay", !max_delay.is_zero()),
+            ("max_idle", !max_idle.is_zero()),
+        ] {
+            if set && !lockout {
+                return Err(ConfigError::invalid(
+                    format!("password_policy.{key}"),
+                    "acts only under `lockout = true` (as pwdLockout in slapd): set it, or leave this out",
+                ));
+            }
+        }
         Ok(PasswordPolicySettings {
             enabled: raw.enabled.unwrap_or(d.enabled),
-            min_length: raw.min_length.unwrap_or(d.min_length),
+            min_length,
+            max_length,
             check_quality,
             in_history: at_most(
                 "password_policy.in_history",
@@ -178,6 +247,7 @@ impl PasswordPolicySettings {
                 raw.grace_logins.unwrap_or(d.grace_logins),
                 MAX_GRACE_LOGINS,
             )?,
+            grace_expiry: dur("grace_expiry", raw.grace_expiry, d.grace_expiry)?,
             lockout,
             max_failures,
             lockout_duration: dur("lockout_duration", raw.lockout_duration, d.lockout_duration)?,
@@ -186,9 +256,18 @@ impl PasswordPolicySettings {
                 raw.failure_count_interval,
                 d.failure_count_interval,
             )?,
+            min_delay,
+            max_delay,
+            max_idle,
             must_change: raw.must_change.unwrap_or(d.must_change),
             allow_user_change: raw.allow_user_change.unwrap_or(d.allow_user_change),
             safe_modify: raw.safe_modify.unwrap_or(d.safe_modify),
+            record_last_success: raw.record_last_success.unwrap_or(d.record_last_success),
+            last_success_precision: dur(
+                "last_success_precision",
+                raw.last_success_precision,
+                d.last_success_precision,
+            )?,
         })
     }
 }
@@ -230,6 +309,48 @@ mod tests {
             ..RawPasswordPolicy::default()
         });
         assert!(e.contains("never lock"), "{e}");
+        let e = refused(RawPasswordPolicy {
+            min_length: Some(8),
+            max_length: Some(4),
+            ..RawPasswordPolicy::default()
+        });
+        assert!(e.contains("password_policy.max_length"), "{e}");
+        let e = refused(RawPasswordPolicy {
+            lockout: Some(true),
+            min_delay: Some(RawDuration::Text("10s".into())),
+            max_delay: Some(RawDuration::Text("5s".into())),
+            ..RawPasswordPolicy::default()
+        });
+        assert!(e.contains("password_policy.max_delay"), "{e}");
+        let e = refused(RawPasswordPolicy {
+            max_idle: Some(RawDuration::Text("90d".into())),
+            ..RawPasswordPolicy::default()
+        });
+        assert!(
+            e.contains("password_policy.max_idle") && e.contains("lockout"),
+            "{e}"
+        );
+        let p = PasswordPolicySettings::from_raw(RawPasswordPolicy {
+            lockout: Some(true),
+            min_delay: Some(RawDuration::Text("2s".into())),
+            max_idle: Some(RawDuration::Text("90d".into())),
+            grace_expiry: Some(RawDuration::Text("1d".into())),
+            max_length: Some(64),
+            last_success_precision: Some(RawDuration::Text("0".into())),
+            ..RawPasswordPolicy::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (p.min_delay, p.max_delay, p.max_idle, p.grace_expiry, p.max_length),
+            (
+                Duration::from_secs(2),
+                Duration::ZERO,
+                Duration::from_secs(90 * 86_400),
+                Duration::from_secs(86_400),
+                64
+            )
+        );
+        assert_eq!(p.last_success_precision, Duration::ZERO);
         let e = refused(RawPasswordPolicy {
             max_age: Some(RawDuration::Text("30".into())),
             ..RawPasswordPolicy::default()

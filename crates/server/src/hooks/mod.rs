@@ -29,7 +29,7 @@
 //! | hook | file | before_change | after_change |
 //! | --- | --- | --- | --- |
 //! | operational attributes | `opattrs.rs` | createTimestamp, creatorsName, entryUUID, entryCSN, structuralObjectClass (Add); modifyTimestamp, modifiersName, entryCSN (Modify, Modify DN, Password Modify); the attributes logged with a delete (entryUUID, entryCSN, modifiersName, modifyTimestamp) | none |
-//! | password policy (`password_policy.enabled`) | `ppolicy.rs` | a password change's rules (quality, history, minimum age, safe modify, user change allowed) and the state it records (pwdChangedTime, pwdHistory, pwdReset; failures, lock and grace logins cleared) | none |
+//! | password policy (`password_policy.enabled`) | `ppolicy.rs` | a password change's rules (quality and length, history, minimum age, safe modify, user change allowed; the history and minimum age against the entry as the transaction holds it) and the state it records (pwdChangedTime, pwdHistory, pwdReset; failures, lock, delay, pwdLastSuccess and grace logins cleared) | none |
 //! | uniqueness (`[uniqueness]`) | `unique.rs` | refuses (`constraintViolation`) an Add, Modify or Modify DN that gives a unique attribute a value another entry of the same subtree holds | none |
 //! | referential integrity (`groups.referential_integrity`) | `refint.rs` | none | a deleted entry's DN out of every member value; a renamed subtree's DNs renamed in them |
 //! | memberUid (`groups.sync_member_uid`) | `member_uid.rs` | a POSIX group's `memberUid` and `member` in step with each other (Add, Modify of the group) | the `memberUid` of the groups listing an entry whose `uid` changed or that was deleted |
@@ -56,7 +56,7 @@ use larch_store::{EntryId, Version, WriteTxn};
 
 use crate::acl::AccessRules;
 use crate::client::Client;
-use crate::config::{ConfigError, ServerConfig};
+use crate::config::{ConfigError, PasswordSettings, ServerConfig};
 use crate::error::OpError;
 use crate::groups::GroupSchema;
 use crate::identity::Identity;
@@ -299,14 +299,19 @@ impl WriteHooks {
     }
 
     /// The table with the password policy hook right after the operational attributes
-    /// (before the hooks that change other entries), when `policy` is on.
-    pub fn with_password_policy(self, policy: Option<Arc<PasswordPolicy>>) -> WriteHooks {
+    /// (before the hooks that change other entries), when `policy` is on; stored
+    /// passwords verify under `passwords`.
+    pub fn with_password_policy(
+        self,
+        policy: Option<Arc<PasswordPolicy>>,
+        passwords: &PasswordSettings,
+    ) -> WriteHooks {
         let Some(policy) = policy else {
             return self;
         };
         let mut list = self.list;
         let at = 1.min(list.len());
-        list.insert(at, Arc::new(PasswordPolicyHook::new(policy)));
+        list.insert(at, Arc::new(PasswordPolicyHook::new(policy, passwords.clone())));
         WriteHooks::new(list)
     }
 

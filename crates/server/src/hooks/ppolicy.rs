@@ -4,15 +4,18 @@
 //!
 //! | write | rules (not for the administrator) | what it records |
 //! | --- | --- | --- |
-//! | Add with a userPassword | quality (`pwdCheckQuality`, `pwdMinLength`) | `pwdChangedTime` when the policy ages passwords (`pwdMaxAge` or `pwdMinAge`) |
-//! | Modify or Password Modify that changes userPassword | user change allowed, safe modify, minimum age, quality, history | `pwdChangedTime` (removed with the password); no grace logins, lock or failures; `pwdReset` set when the administrator resets another account's password under `pwdMustChange`, else removed, unless the request writes it; the old value into `pwdHistory` |
+//! | Add with a userPassword | quality (`pwdCheckQuality`, `pwdMinLength`, `pwdMaxLength`) | `pwdChangedTime` when the policy ages passwords (`pwdMaxAge` or `pwdMinAge`) |
+//! | Modify or Password Modify that changes userPassword | user change allowed, safe modify, minimum age, quality and length, history | `pwdChangedTime` (removed with the password); no grace logins, lock, delay, failures or `pwdLastSuccess`; `pwdReset` set when the administrator resets another account's password under `pwdMustChange`, else removed, unless the request writes it; the old value into `pwdHistory` |
 //!
 //! A write that leaves the userPassword values as they were is not a password change,
 //! and neither is a write of the account state alone (a bind's bookkeeping). What the hook
 //! cannot see in the entry, where the new password is already hashed, the operation tells
-//! it in [`PendingWrite::password`]: the cleartext's length, whether the old password was
-//! given, and whether the new one is in the history (checked before the writer, since
-//! verifying hashes can take tens of milliseconds). A refusal carries the control's error.
+//! it in [`PendingWrite::password`]: the cleartext, whether the old password was given,
+//! and which stored passwords the new one was verified against before the writer (since
+//! verifying hashes can take tens of milliseconds). The minimum age and the history are
+//! decided here, in the writer's transaction, on the entry as it is at the write: of two
+//! concurrent changes of one password the second sees the first (the history's two steps
+//! are in `crate::ppolicy::change`). A refusal carries the control's error.
 
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
@@ -22,8 +25,12 @@ use larch_model::schema::AttributeTypeId;
 use larch_store::Version;
 
 use super::{HookContext, NewState, PendingWrite, WriteHook};
+use crate::config::PasswordSettings;
 use crate::error::OpError;
-use crate::ppolicy::change::{check_change, check_quality, Changer, NewPassword, Refusal};
+use crate::password;
+use crate::ppolicy::change::{
+    check_change, check_quality, reuse_candidates, reuses_now, Changer, NewPassword, Refusal,
+};
 use crate::ppolicy::state::{apply_password_change, ChangeRecord};
 use crate::ppolicy::time::{self, MICROS};
 use crate::ppolicy::{AccountState, PasswordPolicy};
@@ -32,12 +39,14 @@ use crate::ppolicy::{AccountState, PasswordPolicy};
 #[derive(Debug, Clone)]
 pub struct PasswordPolicyHook {
     policy: Arc<PasswordPolicy>,
+    /// How stored passwords verify (for the history check of a concurrent change).
+    passwords: PasswordSettings,
 }
 
 impl PasswordPolicyHook {
-    /// The hook enforcing `policy`.
-    pub fn new(policy: Arc<PasswordPolicy>) -> PasswordPolicyHook {
-        PasswordPolicyHook { policy }
+    /// The hook enforcing `policy`, verifying stored passwords under `passwords`.
+    pub fn new(policy: Arc<PasswordPolicy>, passwords: PasswordSettings) -> PasswordPolicyHook {
+        PasswordPolicyHook { policy, passwords }
     }
 }
 
@@ -91,7 +100,7 @@ impl PasswordPolicyHook {
             .policy
             .policy_for(version, entry.to_stored().as_ref(), ctx.schema);
         if changer(ctx, entry) != Changer::Admin {
-            if let Some(r) = check_quality(&policy, facts.clear_len) {
+            if let Some(r) = check_quality(&policy, facts) {
                 return Err(refused(r));
             }
         }
@@ -127,7 +136,18 @@ impl PasswordPolicyHook {
         let state = AccountState::read(old, t);
         let who = changer(ctx, entry);
         if !new_passwords.is_empty() {
-            if let Some(r) = check_change(&policy, &state, who, facts, now) {
+            let reused = || {
+                let candidates = reuse_candidates(old, t, policy.in_history);
+                reuses_now(&candidates, &facts.reuse, |stored| {
+                    facts.clear.as_ref().is_some_and(|clear| {
+                        clear
+                            .0
+                            .iter()
+                            .any(|p| password::verify(p, stored, &self.passwords))
+                    })
+                })
+            };
+            if let Some(r) = check_change(&policy, &state, who, facts, now, reused) {
                 return Err(refused(r));
             }
         }

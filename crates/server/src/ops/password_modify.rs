@@ -45,7 +45,7 @@ use crate::error::OpError;
 use crate::hooks::{NewState, PendingWrite, WriteKind};
 use crate::lookup::referral_above;
 use crate::password;
-use crate::ppolicy::NewPassword;
+use crate::ppolicy::{Cleartexts, NewPassword};
 
 /// The answer to a wrong or unverifiable old password, as slapd words it.
 const OLD_PASSWORD_REFUSED: &str = "unwilling to verify old password";
@@ -237,13 +237,11 @@ impl PreparedPasswordModify {
                 (p.clone().into_bytes(), Some(p))
             }
         };
+        let clear = vec![new.clone()];
         let facts = NewPassword {
-            clear_len: Some(new.len()),
+            reuse: userpassword::check_reuse(&clear, &self.reuse, settings, true),
+            clear: Some(Cleartexts(clear)),
             old_given: self.old.is_some(),
-            in_history: self
-                .reuse
-                .iter()
-                .any(|c| password::verify_any(&new, std::slice::from_ref(c), settings)),
         };
         let hashed = password::hash_new(settings, &new).map_err(|e| {
             FinishError::Other(OpError::new(

@@ -23,10 +23,12 @@
 //! Hashing and checking argon2 or PBKDF2 cost tens of milliseconds; they run in
 //! [`gate::blocking_section`], which keeps the connection's tokio worker free.
 //!
-//! For the password policy hook, the cleartext is looked at before it is hashed
-//! ([`NewPassword`]): its length, whether the change named the old password, and whether
-//! it reuses the current password or one of the history the policy keeps (verified here,
-//! off the writer thread, against the version current when the write is prepared).
+//! For the password policy hook, the cleartext is kept before it is hashed
+//! ([`NewPassword`]): for its length, whether the change named the old password, and
+//! whether it reuses the current password or one of the history the policy keeps. That
+//! last is verified here, off the writer thread, against the version current when the
+//! write is prepared; the hook decides it on the entry as the writer's transaction holds
+//! it, verifying only what changed in between (`crate::ppolicy::change`).
 
 use larch_model::dn::NormDn;
 use larch_model::entry::{resolve_description, Entry};
@@ -39,8 +41,7 @@ use crate::config::{DefaultScheme, PasswordSettings};
 use crate::error::OpError;
 use crate::identity::Identity;
 use crate::password::{self, gate};
-use crate::ppolicy::change::history_to_check;
-use crate::ppolicy::NewPassword;
+use crate::ppolicy::{Cleartexts, NewPassword, ReuseCheck};
 
 /// True when hashing with `settings.default_scheme` is slow (argon2id, PBKDF2).
 pub(crate) fn hashing_is_slow(settings: &PasswordSettings) -> bool {
@@ -91,13 +92,13 @@ fn stored_form(ctx: &WriteContext<'_>, value: &[u8], shown: &str) -> Result<Vec<
     hash_for_storage(settings, value, shown)
 }
 
-/// The length the password policy checks of new userPassword values: the shortest
-/// cleartext, `None` when one is already hashed (it cannot be checked).
-fn clear_len(values: &[Vec<u8>], settings: &PasswordSettings) -> Option<usize> {
+/// The new userPassword values as the password policy checks them: the cleartexts,
+/// `None` when one is already hashed (it cannot be checked).
+fn cleartexts(values: &[Vec<u8>], settings: &PasswordSettings) -> Option<Cleartexts> {
     if values.iter().any(|v| password::is_prehashed(v, settings)) {
         return None;
     }
-    values.iter().map(Vec::len).min()
+    Some(Cleartexts(values.to_vec()))
 }
 
 /// Replaces every userPassword value of an entry being added by its stored form; what
@@ -111,7 +112,7 @@ pub(crate) fn prepare_entry(
     let mut facts = None;
     for attr in entry.attrs.iter_mut().filter(|a| a.ty == ty) {
         facts = Some(NewPassword {
-            clear_len: clear_len(&attr.values, &ctx.dir.config.password),
+            clear: cleartexts(&attr.values, &ctx.dir.config.password),
             ..NewPassword::default()
         });
         for v in attr.values.iter_mut() {
@@ -138,38 +139,33 @@ pub(crate) fn reuse_candidates(
         return Vec::new();
     };
     let policy = pp.policy_for(version, entry.attrs(), &ctx.dir.schema);
-    if policy.in_history == 0 {
-        return Vec::new();
-    }
-    let values = |ty| -> Vec<Vec<u8>> {
-        entry
-            .attrs()
-            .attribute(ty)
-            .flat_map(|a| a.values.iter().map(<[u8]>::to_vec).collect::<Vec<_>>())
-            .collect()
-    };
-    let history = values(pp.types.history);
-    let mut out = values(pp.types.user_password);
-    out.extend(
-        history_to_check(&history, policy.in_history)
-            .into_iter()
-            .map(<[u8]>::to_vec),
-    );
-    out
+    crate::ppolicy::change::reuse_candidates(entry.attrs(), &pp.types, policy.in_history)
 }
 
-/// Whether the cleartext `clear` verifies against one of `candidates` (off the tokio
-/// worker when one is of a slow scheme).
-pub(crate) fn reuses(clear: &[u8], candidates: &[Vec<u8>], settings: &PasswordSettings) -> bool {
-    if candidates.is_empty() {
-        return false;
+/// Verifies the cleartexts `clear` against each of `candidates` (off the tokio worker when
+/// one is of a slow scheme, unless `inline`: the caller is already off it): which of
+/// them a new password matches, and which none does.
+pub(crate) fn check_reuse(
+    clear: &[Vec<u8>],
+    candidates: &[Vec<u8>],
+    settings: &PasswordSettings,
+    inline: bool,
+) -> ReuseCheck {
+    if candidates.is_empty() || clear.is_empty() {
+        return ReuseCheck::default();
     }
     let check = || {
-        candidates
-            .iter()
-            .any(|c| password::verify_any(clear, std::slice::from_ref(c), settings))
+        let mut out = ReuseCheck::default();
+        for c in candidates {
+            if clear.iter().any(|p| password::verify(p, c, settings)) {
+                out.matched.push(c.clone());
+            } else {
+                out.differ.push(c.clone());
+            }
+        }
+        out
     };
-    if candidates.iter().any(|c| password::is_slow(c)) {
+    if !inline && candidates.iter().any(|c| password::is_slow(c)) {
         gate::blocking_section(check)
     } else {
         check()
@@ -202,7 +198,9 @@ pub(crate) fn rewrite_changes(
     let settings = &ctx.dir.config.password;
     let mut stored: Option<Vec<Vec<u8>>> = None;
     let mut facts = NewPassword::default();
-    let mut candidates: Option<Vec<Vec<u8>>> = None;
+    // The cleartexts of every add and replace of userPassword; `None` once one is hashed.
+    let mut clear: Option<Vec<Vec<u8>>> = Some(Vec::new());
+    let mut any_new = false;
     // (operation, attribute description, values) of each change, owned.
     type OwnedChange<'d> = (ModifyOperation, &'d [u8], Vec<Vec<u8>>);
     let mut owned: Vec<OwnedChange<'_>> = Vec::new();
@@ -214,16 +212,12 @@ pub(crate) fn rewrite_changes(
         if is_password {
             match change.operation {
                 ModifyOperation::Add | ModifyOperation::Replace => {
-                    if !values.is_empty() {
-                        facts.clear_len = clear_len(&values, settings);
+                    any_new |= !values.is_empty();
+                    match (cleartexts(&values, settings), clear.as_mut()) {
+                        (Some(c), Some(all)) => all.extend(c.0),
+                        _ => clear = None,
                     }
                     for v in values.iter_mut() {
-                        if facts.clear_len.is_some() {
-                            let candidates = candidates.get_or_insert_with(|| {
-                                reuse_candidates(ctx, &ctx.dir.store.current(), norm, ctx.identity)
-                            });
-                            facts.in_history |= reuses(v, candidates, settings);
-                        }
                         *v = stored_form(ctx, v, shown)?;
                     }
                 }
@@ -237,6 +231,11 @@ pub(crate) fn rewrite_changes(
             }
         }
         owned.push((change.operation, m.description, values));
+    }
+    if let (true, Some(clear)) = (any_new, clear) {
+        let candidates = reuse_candidates(ctx, &ctx.dir.store.current(), norm, ctx.identity);
+        facts.reuse = check_reuse(&clear, &candidates, settings, false);
+        facts.clear = Some(Cleartexts(clear));
     }
     let value_refs: Vec<Vec<&[u8]>> = owned
         .iter()

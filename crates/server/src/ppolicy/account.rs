@@ -1,7 +1,9 @@
 //! An account's password policy state (the operational attributes on its entry) and what
-//! it means for a bind: locked, outside its validity window, expired with or without
-//! grace logins, about to expire, reset. Pure functions of the state, the policy and the
-//! time, as OpenLDAP's `account_locked` and `ppolicy_bind_response` decide them.
+//! it means for a bind: locked, held back after a failure (`pwdMinDelay`), idle too long
+//! (`pwdMaxIdle`), outside its validity window, expired with or without grace logins
+//! (`pwdGraceAuthNLimit` within `pwdGraceExpiry`), about to expire, reset. Pure functions
+//! of the state, the policy and the time, as OpenLDAP 2.5's `account_locked` and
+//! `ppolicy_bind_response` decide them.
 
 use larch_model::entry::StoredRef;
 use larch_proto::controls::{PasswordPolicyError, PasswordPolicyWarning};
@@ -39,6 +41,11 @@ pub struct AccountState {
     pub start: Option<Option<i64>>,
     /// `pwdEndTime` (`Some(None)`: present but unreadable).
     pub end: Option<Option<i64>>,
+    /// `pwdAccountTmpLockoutEnd`: the end of the delay after a failure (`Some(None)`:
+    /// present but unreadable, which holds the account back, as in slapd).
+    pub delayed_until: Option<Option<i64>>,
+    /// `pwdLastSuccess` (an unreadable value is taken as absent).
+    pub last_success: Option<i64>,
 }
 
 /// Whether a lock is in force.
@@ -60,6 +67,7 @@ impl AccountState {
         let mut grace_uses = 0u32;
         // The first value of each single-valued type, from its first attribute that has one.
         let (mut changed, mut locked, mut reset, mut start, mut end) = (None, None, None, None, None);
+        let (mut delayed_until, mut last_success) = (None, None);
         for a in attrs.attributes() {
             if a.ty == t.failure_time {
                 failures.extend(a.values.iter().filter_map(time::parse));
@@ -79,6 +87,10 @@ impl AccountState {
                 &mut start
             } else if a.ty == t.end_time {
                 &mut end
+            } else if a.ty == t.tmp_lockout_end {
+                &mut delayed_until
+            } else if a.ty == t.last_success {
+                &mut last_success
             } else {
                 continue;
             };
@@ -98,6 +110,8 @@ impl AccountState {
             reset: reset.is_some_and(|v: &[u8]| v.eq_ignore_ascii_case(b"TRUE")),
             start: start.map(time::parse),
             end: end.map(time::parse),
+            delayed_until: delayed_until.map(time::parse),
+            last_success: last_success.and_then(time::parse),
         }
     }
 
@@ -133,6 +147,37 @@ impl AccountState {
         }
     }
 
+    /// Whether a failure's delay (`pwdAccountTmpLockoutEnd`, under `pwdLockout`) still
+    /// holds the account back at `now`.
+    pub fn delayed(&self, policy: &Policy, now: i64) -> bool {
+        policy.lockout
+            && match self.delayed_until {
+                None => false,
+                Some(end) => end.is_none_or(|end| now < end),
+            }
+    }
+
+    /// Whether the account has gone longer than `pwdMaxIdle` (under `pwdLockout`) without a
+    /// successful bind at `now`: since `pwdLastSuccess`, or without one since
+    /// `pwdChangedTime`; never with neither (slapd's `account_locked`).
+    pub fn idle(&self, policy: &Policy, now: i64) -> bool {
+        policy.lockout
+            && policy.max_idle > 0
+            && self
+                .last_success
+                .or(self.changed)
+                .is_some_and(|last| now > last.saturating_add(policy.max_idle))
+    }
+
+    /// Whether a successful bind at `now` records `pwdLastSuccess`: the policy keeps it
+    /// (`pwdMaxIdle`, or the server records it always) and the recorded one is older than
+    /// the precision (at least a second, the precision of the value).
+    pub fn last_success_due(&self, policy: &Policy, now: i64) -> bool {
+        let keeps = policy.max_idle > 0 || policy.last_success.always;
+        let precision = policy.last_success.precision.max(MICROS);
+        keeps && self.last_success.is_none_or(|last| now - last >= precision)
+    }
+
     /// The failures that count at `now`: those within `pwdFailureCountInterval` (all of
     /// them when it is 0).
     pub fn counted_failures(&self, policy: &Policy, now: i64) -> impl Iterator<Item = i64> + '_ {
@@ -149,6 +194,19 @@ impl AccountState {
         policy.max_age > 0 && self.changed.is_some_and(|c| now - c > policy.max_age)
     }
 
+    /// The grace logins an expired password has left at `now`: none once `pwdGraceExpiry`
+    /// has passed since expiry, else `pwdGraceAuthNLimit` less those used.
+    pub fn grace_left(&self, policy: &Policy, now: i64) -> u32 {
+        let past_grace = policy.grace_expiry > 0
+            && self
+                .changed
+                .is_some_and(|c| now - c > policy.max_age.saturating_add(policy.grace_expiry));
+        if past_grace {
+            return 0;
+        }
+        policy.grace_logins.saturating_sub(self.grace_uses)
+    }
+
     /// Whether a password change at `now` comes before `pwdMinAge` (a reset password may
     /// always be changed).
     pub fn too_young(&self, policy: &Policy, now: i64) -> bool {
@@ -159,11 +217,13 @@ impl AccountState {
 /// What a bind must write to the account afterwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AccountUpdate {
-    /// A failed password: one more `pwdFailureTime`, perhaps the lock.
+    /// A failed password: one more `pwdFailureTime`, perhaps the lock or a delay.
     RecordFailure,
-    /// A successful bind on an account with failures or a lapsed lock: both removed.
-    ClearFailures,
-    /// A grace login: one more `pwdGraceUseTime` (failures and a lapsed lock removed).
+    /// A successful bind on an account with failures, a lapsed lock or a passed delay to
+    /// remove, or a `pwdLastSuccess` to record.
+    Succeeded,
+    /// A grace login: one more `pwdGraceUseTime` (and what [`AccountUpdate::Succeeded`]
+    /// writes).
     UseGrace,
 }
 
@@ -182,12 +242,16 @@ pub struct BindVerdict {
     pub update: Option<AccountUpdate>,
 }
 
-/// Before the password check: the error that refuses the bind at once (locked, or
-/// outside the validity window), without looking at the password and without counting a
-/// failure, as slapd's `ppolicy_bind` does.
+/// Before the password check: the error that refuses the bind at once (outside the
+/// validity window, held back by a failure's delay, idle too long, locked), without
+/// looking at the password and without counting a failure, as slapd's `ppolicy_bind`
+/// does. Each is `accountLocked`, as in slapd.
 pub fn refuse_before_check(state: &AccountState, policy: &Policy, now: i64) -> Option<PasswordPolicyError> {
-    let locked = state.lock_status(policy, now) == LockStatus::Locked;
-    (locked || !state.in_validity_window(now)).then_some(PasswordPolicyError::AccountLocked)
+    let refused = !state.in_validity_window(now)
+        || state.delayed(policy, now)
+        || state.idle(policy, now)
+        || state.lock_status(policy, now) == LockStatus::Locked;
+    refused.then_some(PasswordPolicyError::AccountLocked)
 }
 
 /// After the password check (`right`: it verified).
@@ -199,8 +263,12 @@ pub fn after_check(state: &AccountState, policy: &Policy, now: i64, right: bool)
             ..BindVerdict::default()
         };
     }
+    let to_write = lapsed
+        || !state.failures.is_empty()
+        || state.delayed_until.is_some()
+        || state.last_success_due(policy, now);
     let mut v = BindVerdict {
-        update: (lapsed || !state.failures.is_empty()).then_some(AccountUpdate::ClearFailures),
+        update: to_write.then_some(AccountUpdate::Succeeded),
         ..BindVerdict::default()
     };
     if policy.must_change && state.reset {
@@ -209,7 +277,7 @@ pub fn after_check(state: &AccountState, policy: &Policy, now: i64, right: bool)
         return v;
     }
     if state.expired(policy, now) {
-        let left = policy.grace_logins.saturating_sub(state.grace_uses);
+        let left = state.grace_left(policy, now);
         if left == 0 {
             v.refused = true;
             v.error = Some(PasswordPolicyError::PasswordExpired);
@@ -241,6 +309,23 @@ pub fn failures_after(state: &AccountState, policy: &Policy, now: i64) -> (Vec<i
     kept.push(now);
     let locks = policy.lockout && policy.max_failures > 0 && kept.len() >= policy.max_failures as usize;
     (kept, locks)
+}
+
+/// The end of the delay a failure at `now` that does not lock imposes (`None`: no
+/// delay), as slapd 2.5 computes it: `pwdMinDelay` doubled for each failure that already
+/// counts, at most `pwdMaxDelay`. slapd keeps it in `pwdAccountTmpLockoutEnd`.
+pub fn delay_after_failure(state: &AccountState, policy: &Policy, now: i64) -> Option<i64> {
+    if !policy.lockout || policy.min_delay <= 0 {
+        return None;
+    }
+    let before = state.counted_failures(policy, now).count();
+    let doubled = u32::try_from(before)
+        .ok()
+        .and_then(|n| 1i64.checked_shl(n))
+        .filter(|f| *f > 0)
+        .and_then(|f| policy.min_delay.checked_mul(f))
+        .unwrap_or(i64::MAX);
+    Some(now.saturating_add(doubled.min(policy.max_delay.max(0))))
 }
 
 #[cfg(test)]
@@ -362,7 +447,7 @@ mod tests {
             Some(AccountUpdate::RecordFailure)
         );
         let ok = after_check(&a, &p, 2 * S, true);
-        assert_eq!(ok.update, Some(AccountUpdate::ClearFailures));
+        assert_eq!(ok.update, Some(AccountUpdate::Succeeded));
         assert!(!ok.refused);
         // Nothing to clear: nothing written.
         assert_eq!(
@@ -419,6 +504,154 @@ mod tests {
         assert!(v.must_change && !v.refused);
         assert_eq!(v.error, Some(PasswordPolicyError::ChangeAfterReset));
         assert!(!after_check(&a, &Policy::empty(), 0, true).must_change);
+    }
+
+    #[test]
+    fn grace_logins_end_with_grace_expiry() {
+        let p = Policy {
+            max_age: 100 * S,
+            grace_logins: 5,
+            grace_expiry: 50 * S,
+            ..Policy::empty()
+        };
+        let a = AccountState {
+            changed: Some(0),
+            grace_uses: 1,
+            ..AccountState::default()
+        };
+        // Expired at 100 s; grace logins until 150 s.
+        let v = after_check(&a, &p, 150 * S, true);
+        assert_eq!(v.warning, Some(PasswordPolicyWarning::GraceAuthNsRemaining(3)));
+        assert_eq!(v.update, Some(AccountUpdate::UseGrace));
+        let v = after_check(&a, &p, 150 * S + 1, true);
+        assert!(v.refused, "grace logins left, but their time is over");
+        assert_eq!(v.error, Some(PasswordPolicyError::PasswordExpired));
+        assert_eq!(v.update, None);
+        // Without pwdGraceExpiry they last.
+        let open = Policy { grace_expiry: 0, ..p };
+        assert!(!after_check(&a, &open, 10_000 * S, true).refused);
+    }
+
+    fn delays(min: i64, max: i64) -> Policy {
+        Policy {
+            min_delay: min * S,
+            max_delay: max * S,
+            ..lockout(10, 60, 0)
+        }
+    }
+
+    #[test]
+    fn a_failure_delays_the_next_bind_doubling_up_to_the_maximum() {
+        let p = delays(1, 5);
+        let mut a = AccountState::default();
+        // slapd: pwdMinDelay << (failures already counted), at most pwdMaxDelay.
+        let mut ends = Vec::new();
+        for n in 0..5i64 {
+            let now = 1000 * S * (n + 1);
+            ends.push(delay_after_failure(&a, &p, now).unwrap() - now);
+            a.failures.push(now);
+        }
+        assert_eq!(ends, [S, 2 * S, 4 * S, 5 * S, 5 * S]);
+        // Failures outside the count interval do not double it.
+        let counted = Policy {
+            failure_count_interval: 10 * S,
+            ..p.clone()
+        };
+        assert_eq!(delay_after_failure(&a, &counted, 100_000 * S), Some(100_001 * S));
+        // No delay without pwdMinDelay or without pwdLockout; a huge count saturates.
+        assert_eq!(delay_after_failure(&a, &lockout(10, 60, 0), S), None);
+        let off = Policy {
+            lockout: false,
+            ..p.clone()
+        };
+        assert_eq!(delay_after_failure(&a, &off, S), None);
+        a.failures = (0..200).collect();
+        assert_eq!(delay_after_failure(&a, &p, 0), Some(5 * S));
+    }
+
+    #[test]
+    fn a_delay_refuses_until_its_end_under_lockout_only() {
+        let p = delays(2, 8);
+        let mut a = AccountState {
+            delayed_until: Some(Some(100 * S)),
+            ..AccountState::default()
+        };
+        assert_eq!(
+            refuse_before_check(&a, &p, 99 * S),
+            Some(PasswordPolicyError::AccountLocked)
+        );
+        assert_eq!(refuse_before_check(&a, &p, 100 * S), None);
+        let off = Policy {
+            lockout: false,
+            ..p.clone()
+        };
+        assert_eq!(refuse_before_check(&a, &off, 99 * S), None);
+        // A success after the delay removes it.
+        assert_eq!(
+            after_check(&a, &p, 100 * S, true).update,
+            Some(AccountUpdate::Succeeded)
+        );
+        a.delayed_until = Some(None);
+        assert!(a.delayed(&p, i64::MAX), "an unreadable end holds, as in slapd");
+    }
+
+    #[test]
+    fn an_idle_account_is_refused_from_its_last_success_or_change() {
+        let p = Policy {
+            max_idle: 100 * S,
+            ..lockout(3, 60, 0)
+        };
+        let mut a = AccountState {
+            changed: Some(0),
+            ..AccountState::default()
+        };
+        assert_eq!(refuse_before_check(&a, &p, 100 * S), None);
+        assert_eq!(
+            refuse_before_check(&a, &p, 100 * S + 1),
+            Some(PasswordPolicyError::AccountLocked),
+            "idle since the change"
+        );
+        a.last_success = Some(50 * S);
+        assert_eq!(refuse_before_check(&a, &p, 150 * S), None);
+        assert!(a.idle(&p, 150 * S + 1));
+        // Neither time: never idle; no pwdLockout: not enforced (slapd's account_locked).
+        assert!(!AccountState::default().idle(&p, i64::MAX));
+        let off = Policy {
+            lockout: false,
+            ..p.clone()
+        };
+        assert!(!a.idle(&off, 10_000 * S));
+    }
+
+    #[test]
+    fn last_success_is_recorded_when_kept_and_older_than_the_precision() {
+        let precise = |precision: i64, always: bool, max_idle: i64| Policy {
+            max_idle,
+            last_success: crate::ppolicy::LastSuccess {
+                always,
+                precision: precision * S,
+            },
+            ..lockout(3, 60, 0)
+        };
+        let mut a = AccountState::default();
+        assert!(
+            !a.last_success_due(&precise(60, false, 0), 0),
+            "not kept without pwdMaxIdle"
+        );
+        assert!(a.last_success_due(&precise(60, true, 0), 0), "kept always");
+        let p = precise(60, false, 86_400);
+        assert!(a.last_success_due(&p, 0), "none yet");
+        a.last_success = Some(1000 * S);
+        assert!(!a.last_success_due(&p, 1059 * S));
+        assert!(a.last_success_due(&p, 1060 * S));
+        // Precision 0: once a second at most, the value's own precision.
+        let p = precise(0, false, 86_400);
+        assert!(!a.last_success_due(&p, 1000 * S + S / 2));
+        assert!(a.last_success_due(&p, 1001 * S));
+        // A success with nothing else to write still records it when due.
+        let v = after_check(&a, &p, 1001 * S, true);
+        assert_eq!(v.update, Some(AccountUpdate::Succeeded));
+        assert_eq!(after_check(&a, &p, 1000 * S + 1, true).update, None);
     }
 
     #[test]

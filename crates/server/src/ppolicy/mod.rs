@@ -4,11 +4,12 @@
 //!
 //! - [`policy`]: a policy (`[password_policy]`, or the `pwdPolicy` entry an account's
 //!   `pwdPolicySubentry` names) and the schema's types;
-//! - [`account`]: the state kept on an account (`pwdAccountLockedTime`, `pwdFailureTime`,
-//!   `pwdChangedTime`, `pwdGraceUseTime`, `pwdReset`, `pwdStartTime`, `pwdEndTime`) and
-//!   the bind's decisions, pure functions of the state, the policy and the time;
+//! - [`account`]: the state kept on an account (`pwdAccountLockedTime`,
+//!   `pwdAccountTmpLockoutEnd`, `pwdFailureTime`, `pwdChangedTime`, `pwdLastSuccess`,
+//!   `pwdGraceUseTime`, `pwdReset`, `pwdStartTime`, `pwdEndTime`) and the bind's
+//!   decisions, pure functions of the state, the policy and the time;
 //! - [`change`]: a password change's rules (user change allowed, safe modify, minimum age,
-//!   quality, history) and `pwdHistory`'s format;
+//!   quality and length, history) and `pwdHistory`'s format;
 //! - [`state`]: the state written into an entry after a bind or a change;
 //! - [`time`]: the GeneralizedTime values, in microseconds.
 //!
@@ -33,8 +34,8 @@ use crate::config::PasswordPolicySettings;
 use crate::controls::ResponseControl;
 
 pub use account::{AccountState, AccountUpdate, BindVerdict};
-pub use change::{Changer, NewPassword, Refusal};
-pub use policy::{Policy, PolicyTypes};
+pub use change::{Changer, Cleartexts, NewPassword, Refusal, ReuseCheck};
+pub use policy::{LastSuccess, Policy, PolicyTypes};
 
 /// The password policy of a directory: the default policy and the schema's types.
 #[derive(Debug, Clone)]
@@ -83,13 +84,16 @@ impl PasswordPolicy {
             .and_then(|id| version.entry(id))
             .filter(|e| self.is_policy_entry(e.attrs(), schema));
         match found {
-            Some(e) => Policy::from_entry(e.attrs(), t),
+            Some(e) => Policy::from_entry(e.attrs(), t, self.default.last_success),
             None => {
                 tracing::warn!(
                     subentry = %String::from_utf8_lossy(name),
                     "pwdPolicySubentry names no pwdPolicy entry: the empty policy applies"
                 );
-                Policy::empty()
+                Policy {
+                    last_success: self.default.last_success,
+                    ..Policy::empty()
+                }
             }
         }
     }

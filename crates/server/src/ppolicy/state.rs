@@ -3,7 +3,7 @@
 
 use larch_model::entry::{Entry, Options};
 
-use super::account::{failures_after, AccountState, AccountUpdate};
+use super::account::{delay_after_failure, failures_after, AccountState, AccountUpdate};
 use super::change::history_after;
 use super::policy::{Policy, PolicyTypes};
 use super::time;
@@ -20,6 +20,13 @@ fn has(entry: &Entry, ty: larch_model::schema::AttributeTypeId) -> bool {
 
 /// Writes what a bind decided into the account's entry (whose state is `state`, read from
 /// the same entry in the writer's transaction). Returns false when nothing changes.
+///
+/// - a failure: its time, the oldest beyond `pwdMaxFailure` dropped; at `pwdMaxFailure`
+///   `pwdAccountLockedTime`, else with `pwdMinDelay` the end of the delay in
+///   `pwdAccountTmpLockoutEnd` (seconds, as slapd writes it);
+/// - a success: failures, a lapsed lock and a delay removed (slapd leaves a passed delay
+///   on the entry; it holds nothing back once passed), and `pwdLastSuccess` when due;
+/// - a grace login: the same, and one more `pwdGraceUseTime`.
 pub fn apply_bind_update(
     entry: &mut Entry,
     state: &AccountState,
@@ -45,11 +52,17 @@ pub fn apply_bind_update(
             );
             if locks {
                 set(entry, t.locked_time, vec![time::format_secs(now).into_bytes()]);
+            } else if let Some(end) = delay_after_failure(state, policy, now) {
+                set(
+                    entry,
+                    t.tmp_lockout_end,
+                    vec![time::format_secs(end).into_bytes()],
+                );
             }
         }
-        AccountUpdate::ClearFailures => set(entry, t.failure_time, Vec::new()),
+        AccountUpdate::Succeeded => record_success(entry, state, t, policy, now),
         AccountUpdate::UseGrace => {
-            set(entry, t.failure_time, Vec::new());
+            record_success(entry, state, t, policy, now);
             entry.push_value(
                 t.grace_use_time,
                 &Options::none(),
@@ -60,9 +73,20 @@ pub fn apply_bind_update(
     entry.attrs != before
 }
 
+/// What every successful bind writes: failures and a delay removed, `pwdLastSuccess` when
+/// due (an entry that has nothing of it is left alone).
+fn record_success(entry: &mut Entry, state: &AccountState, t: &PolicyTypes, policy: &Policy, now: i64) {
+    set(entry, t.failure_time, Vec::new());
+    set(entry, t.tmp_lockout_end, Vec::new());
+    if state.last_success_due(policy, now) {
+        set(entry, t.last_success, vec![time::format_secs(now).into_bytes()]);
+    }
+}
+
 /// What a password change writes besides the password (slapd's `ppolicy_modify`):
-/// `pwdChangedTime` (removed when the password is), no more grace logins, lock or
-/// failures; `pwdReset` set when an administrator resets another account's password
+/// `pwdChangedTime` (removed when the password is), no more grace logins, lock, failures
+/// or `pwdLastSuccess` (the idle time then counts from `pwdChangedTime`), nor a failure's
+/// delay (which slapd leaves); `pwdReset` set when an administrator resets another account's password
 /// under `pwdMustChange`, else removed, unless the request itself set it; the old values
 /// into `pwdHistory`, trimmed to `pwdInHistory` (removed at 0).
 pub struct ChangeRecord<'a> {
@@ -92,6 +116,8 @@ pub fn apply_password_change(entry: &mut Entry, t: &PolicyTypes, c: &ChangeRecor
     set(entry, t.grace_use_time, Vec::new());
     set(entry, t.locked_time, Vec::new());
     set(entry, t.failure_time, Vec::new());
+    set(entry, t.tmp_lockout_end, Vec::new());
+    set(entry, t.last_success, Vec::new());
     if !c.reset_given {
         let reset = if c.policy.must_change && c.admin_reset && has_password {
             vec![b"TRUE".to_vec()]
@@ -147,7 +173,7 @@ mod tests {
             &state,
             &t,
             &policy,
-            AccountUpdate::ClearFailures,
+            AccountUpdate::Succeeded,
             11 * MICROS
         ));
         let state = AccountState::read(e.to_stored().as_ref(), &t);
@@ -157,9 +183,83 @@ mod tests {
             &state,
             &t,
             &policy,
-            AccountUpdate::ClearFailures,
+            AccountUpdate::Succeeded,
             12 * MICROS
         ));
+    }
+
+    #[test]
+    fn a_failure_writes_its_delay_and_a_success_its_time() {
+        let schema = Schema::builtin().unwrap();
+        let t = PolicyTypes::new(&schema).unwrap();
+        let policy = Policy {
+            lockout: true,
+            max_failures: 3,
+            min_delay: 2 * MICROS,
+            max_delay: 3 * MICROS,
+            max_idle: 86_400 * MICROS,
+            ..Policy::empty()
+        };
+        let at = 1_700_000_000 * MICROS;
+        let mut e = entry(&schema);
+        let read = |e: &Entry| AccountState::read(e.to_stored().as_ref(), &t);
+        let fail = |e: &mut Entry, now: i64| {
+            let state = read(e);
+            apply_bind_update(e, &state, &t, &policy, AccountUpdate::RecordFailure, now)
+        };
+        fail(&mut e, at + 7);
+        assert_eq!(
+            read(&e).delayed_until,
+            Some(Some(at + 2 * MICROS)),
+            "seconds, as slapd"
+        );
+        fail(&mut e, at + 10 * MICROS);
+        assert_eq!(
+            read(&e).delayed_until,
+            Some(Some(at + 13 * MICROS)),
+            "doubled, then at the maximum"
+        );
+        // The third failure locks instead of delaying (the delay before it stays).
+        fail(&mut e, at + 20 * MICROS);
+        let state = read(&e);
+        assert_eq!(state.locked, Some(LockedTime::At(at + 20 * MICROS)));
+        assert_eq!(state.delayed_until, Some(Some(at + 13 * MICROS)));
+        // A success clears failures and the delay and records pwdLastSuccess.
+        let later = at + 1000 * MICROS;
+        assert!(apply_bind_update(
+            &mut e,
+            &state,
+            &t,
+            &policy,
+            AccountUpdate::Succeeded,
+            later
+        ));
+        let state = read(&e);
+        assert!(state.failures.is_empty() && state.delayed_until.is_none());
+        assert_eq!(state.last_success, Some(later));
+        // Within the precision (here the value's own, a second) nothing is written again.
+        assert!(!apply_bind_update(
+            &mut e,
+            &state,
+            &t,
+            &policy,
+            AccountUpdate::Succeeded,
+            later + MICROS / 2
+        ));
+        // A password change removes pwdLastSuccess (the idle time counts from the change).
+        e.push_value(t.user_password, &Options::none(), b"{SSHA}x".to_vec());
+        let record = ChangeRecord {
+            policy: &policy,
+            old_passwords: &[],
+            old_history: &[],
+            admin_reset: false,
+            reset_given: false,
+            now: later + 2 * MICROS,
+        };
+        apply_password_change(&mut e, &t, &record);
+        let state = read(&e);
+        assert_eq!(state.last_success, None);
+        assert_eq!(state.changed, Some(later + 2 * MICROS));
     }
 
     #[test]
