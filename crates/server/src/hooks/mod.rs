@@ -32,8 +32,8 @@
 //! | password policy (`password_policy.enabled`) | `ppolicy.rs` | a password change's rules (quality, history, minimum age, safe modify, user change allowed) and the state it records (pwdChangedTime, pwdHistory, pwdReset; failures, lock and grace logins cleared) | none |
 //! | uniqueness (`[uniqueness]`) | `unique.rs` | refuses (`constraintViolation`) an Add, Modify or Modify DN that gives a unique attribute a value another entry of the same subtree holds | none |
 //! | referential integrity (`groups.referential_integrity`) | `refint.rs` | none | a deleted entry's DN out of every member value; a renamed subtree's DNs renamed in them |
-//! | memberUid (`groups.sync_member_uid`) | `member_uid.rs` | a POSIX group's `memberUid` and `member` in step with each other (Add, Modify of the group) | the `memberUid` of the groups listing an entry whose `uid` changed or that was deleted |
-//! | memberOf (`groups.member_of`) | `member_of.rs` | a new entry's memberOf and transitiveMemberOf: the groups already listing it, and their chain | the memberOf of the entries a group added, changed, renamed or deleted lists; the transitiveMemberOf of those, of renamed entries, and of every entry whose chain holds one of them |
+//! | memberUid (`groups.sync_member_uid`) | `member_uid.rs` | a POSIX group's `memberUid` and `member` (or `uniqueMember`) in step with each other (Add, Modify of the group) | the `memberUid` of the groups listing an entry added, renamed, deleted or whose `uid` changed; the members of the groups whose `memberUid` names a `uid` an entry gained |
+//! | memberOf (`groups.member_of`) | `member_of.rs` | a new entry's memberOf and transitiveMemberOf: the groups already listing it, and their chain | the memberOf of the entry written (from the groups listing it after the hooks before) and of the entries a group added, changed, renamed or deleted lists; the transitiveMemberOf of those, of renamed entries, and of every entry whose chain holds one of them |
 //!
 //! Referential integrity runs before memberUid and memberOf, so that they read member
 //! values that name entries as they are after the write; memberUid runs before memberOf,
