@@ -6,9 +6,9 @@ instance for groupOfNames/member and one for groupOfUniqueNames/uniqueMember) an
 refint overlay (`refint_attributes member uniqueMember`, `refint_nothing`), configured
 alike: Larch's `[groups]` defaults, with the same placeholder for an emptied group.
 
-After every step, `assert_consistent` recomputes what each entry's memberOf must hold from
-the groups it can read and compares (the check `larch verify` makes on a data directory,
-written again here so that the server's own code is not the judge).
+After every step, `assert_consistent` (groupcheck.py) recomputes what each entry's memberOf
+must hold from the groups it can read and compares (the check `larch verify` makes on a
+data directory, written again here so that the server's own code is not the judge).
 """
 
 import random
@@ -21,6 +21,8 @@ import ldap3
 import pytest
 
 import conftest
+from groupcheck import assert_member_of_consistent as assert_consistent
+from groupcheck import kill9_cycles, norm
 from ldaputil import add_ok, assert_result, connect, search_entries, values
 
 PLACEHOLDER = "cn=nobody"
@@ -35,7 +37,6 @@ memberof-refint TRUE
 overlay refint
 refint_attributes member uniqueMember
 refint_nothing {PLACEHOLDER}"""
-GROUP_CLASSES = {"groupofnames", "groupofuniquenames", "groupofmembers"}
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +59,6 @@ def g(groups_server):
     add_ok(conn, f"ou=groups,{top}", {"objectClass": ["organizationalUnit"], "ou": "groups"})
     yield conn, top
     conn.unbind()
-
-
-def norm(dn):
-    return ",".join(part.strip().lower() for part in dn.split(","))
 
 
 def user(conn, top, name):
@@ -87,25 +84,6 @@ def members(conn, dn, attr="member"):
     res, entries = search_entries(conn, dn, scope=ldap3.BASE, attrs=[attr])
     assert_result(res, "success")
     return sorted(norm(v) for v in values(entries[0], attr))
-
-
-def assert_consistent(conn, base):
-    """Every entry below base holds in memberOf exactly the groups that list it."""
-    res, entries = search_entries(conn, base, attrs=["objectClass", "member", "uniqueMember", "memberOf"])
-    assert_result(res, "success")
-    by_dn = {norm(e["dn"]): e for e in entries}
-    expected = {dn: set() for dn in by_dn}
-    for dn, e in by_dn.items():
-        classes = {c.lower() for c in values(e, "objectClass")}
-        if not classes & GROUP_CLASSES:
-            continue
-        listed = values(e, "member") + values(e, "uniqueMember")
-        for m in listed:
-            if norm(m) in expected:
-                expected[norm(m)].add(dn)
-    for dn, e in by_dn.items():
-        found = {norm(v) for v in values(e, "memberOf")}
-        assert found == expected[dn], f"{dn}: memberOf {sorted(found)}, its groups say {sorted(expected[dn])}"
 
 
 def test_member_of_follows_the_groups_writes(g):
@@ -314,20 +292,14 @@ def test_member_of_and_members_survive_kill_9(request):
         users = [user(conn, top, f"k{i}") for i in range(40)]
         groups = [group(conn, top, f"kg{i}", users[i * 4:i * 4 + 12]) for i in range(8)]
         conn.unbind()
-        for cycle in range(CRASH_CYCLES):
-            stop = threading.Event()
-            threads = [threading.Thread(target=_crash_writer, args=(srv, users, groups, stop, cycle * 10 + i))
-                       for i in range(4)]
-            for t in threads:
-                t.start()
-            threading.Event().wait(random.uniform(*CRASH_KILL_AFTER_S))
-            srv.kill9_and_restart()
-            stop.set()
-            for t in threads:
-                t.join()
-            conn = connect(srv, srv.admin_dn, srv.admin_pw)
-            assert_consistent(conn, top)
-            conn.unbind()
+
+        def check():
+            c = connect(srv, srv.admin_dn, srv.admin_pw)
+            assert_consistent(c, top)
+            c.unbind()
+
+        kill9_cycles(srv, lambda s, stop, seed: _crash_writer(s, users, groups, stop, seed),
+                     cycles=CRASH_CYCLES, writers=4, kill_after_s=CRASH_KILL_AFTER_S, check=check)
         assert srv.stop() == 0
         verify = subprocess.run([str(srv.larch_bin), "verify", "--data", str(srv.workdir / "data")],
                                 capture_output=True, text=True, timeout=120)

@@ -13,6 +13,16 @@
 //!     cn=Group 0,ou=Groups,<suffix>          groupOfNames, --group-members distinct members
 //! ```
 //!
+//! With `--posix` the tree is also one of POSIX accounts (RFC 2307, laid out as rfc2307bis
+//! has it): person `i` is a `posixAccount` too (`uidNumber` [`UID_NUMBER_BASE`] + i,
+//! `gidNumber` the number of group `i mod G`, its primary group, `homeDirectory
+//! /home/user.<i>`, `loginShell /bin/bash`, `gecos` its `cn`), and group `g` a
+//! `posixGroup` (auxiliary there, beside `groupOfNames`) with `gidNumber`
+//! [`GID_NUMBER_BASE`] + g; with `--member-uid` as well, each group lists its members by
+//! login name in `memberUid` beside `member`. Such a tree needs the rfc2307bis schema
+//! (`[schema] builtin = "rfc2307bis"`): in RFC 2307's own `nis` schema `posixGroup` is
+//! structural and cannot join `groupOfNames`.
+//!
 //! Determinism: entry `i` depends only on the seed and `i` (its own SplitMix64 stream,
 //! [`Rng::for_index`]), never on the entries before it. `cn` is unique: the (given name,
 //! surname) pairs are dealt out by a seeded permutation, and once every pair is used the
@@ -30,6 +40,14 @@ use std::time::{Duration, Instant};
 use crate::names::{DEPARTMENTS, GIVEN_NAMES, LOCALITIES, STREETS, SURNAMES, TITLES};
 use crate::password::{hash_into, PasswordScheme, SALT_LEN};
 use crate::rng::{Permutation, Rng};
+
+/// The `uidNumber` of person 0 with `--posix`; person `i` has this plus `i`.
+pub const UID_NUMBER_BASE: u64 = 10_000;
+
+/// The `gidNumber` of group 0 with `--posix`; group `g` has this plus `g` (and a tree
+/// without groups gives its people this one). Apart from the `uidNumber`s of any tree
+/// under 990,000 people, so that a number in a test names one kind of entry.
+pub const GID_NUMBER_BASE: u64 = 1_000_000;
 
 /// File names written by [`generate_to_dir`].
 pub mod files {
@@ -64,6 +82,11 @@ pub struct GenConfig {
     pub scheme: PasswordScheme,
     /// Every person's password (the load client binds with it).
     pub password: String,
+    /// People are also `posixAccount`s and groups `posixGroup`s (see the module
+    /// documentation).
+    pub posix: bool,
+    /// POSIX groups also list their members' `uid` values in `memberUid` (needs `posix`).
+    pub member_uid: bool,
 }
 
 impl Default for GenConfig {
@@ -77,6 +100,8 @@ impl Default for GenConfig {
             group_members: 50,
             scheme: PasswordScheme::Ssha,
             password: "password".into(),
+            posix: false,
+            member_uid: false,
         }
     }
 }
@@ -90,6 +115,9 @@ pub enum GenError {
     /// Groups need members, so they need people.
     #[error("--groups needs at least one person entry (groupOfNames requires a member)")]
     GroupsWithoutPeople,
+    /// `memberUid` lists POSIX groups' members.
+    #[error("--member-uid needs --posix (memberUid belongs to posixGroup)")]
+    MemberUidWithoutPosix,
     /// Writing failed.
     #[error("{path}: {source}")]
     Io {
@@ -174,6 +202,9 @@ impl Generator {
         suffix_rdn(&cfg.suffix).ok_or_else(|| GenError::Suffix(cfg.suffix.clone()))?;
         if cfg.groups > 0 && cfg.entries == 0 {
             return Err(GenError::GroupsWithoutPeople);
+        }
+        if cfg.member_uid && !cfg.posix {
+            return Err(GenError::MemberUidWithoutPosix);
         }
         let people_dn = format!("ou=People,{}", cfg.suffix);
         let groups_dn = format!("ou=Groups,{}", cfg.suffix);
@@ -266,6 +297,15 @@ impl Generator {
         &self.parents[(i % self.parents.len() as u64) as usize]
     }
 
+    /// The `gidNumber` of person `i` with `--posix`: that of its primary group, group
+    /// `i mod G` ([`GID_NUMBER_BASE`] without groups).
+    pub fn primary_gid(&self, i: u64) -> u64 {
+        match u64::from(self.cfg.groups) {
+            0 => GID_NUMBER_BASE,
+            groups => GID_NUMBER_BASE + i % groups,
+        }
+    }
+
     /// Calls `f(attribute, value)` for every attribute value of person `p`, in LDIF order;
     /// `uid` is the entry's uid value (`user.<i>` for generated data; the load client's add
     /// workload passes its own). `scratch` is reused for formatting.
@@ -281,6 +321,9 @@ impl Generator {
         let (city, state) = LOCALITIES[p.locality];
         for oc in ["top", "person", "organizationalPerson", "inetOrgPerson"] {
             f("objectClass", oc.as_bytes());
+        }
+        if self.cfg.posix {
+            f("objectClass", b"posixAccount");
         }
         f("uid", uid);
         macro_rules! value {
@@ -343,6 +386,16 @@ impl Generator {
             &p.salt,
             b
         ));
+        if self.cfg.posix {
+            value!("uidNumber", |b| push_u64(b, UID_NUMBER_BASE + p.index));
+            value!("gidNumber", |b| push_u64(b, self.primary_gid(p.index)));
+            value!("homeDirectory", |b| {
+                b.extend_from_slice(b"/home/");
+                b.extend_from_slice(uid);
+            });
+            f("loginShell", b"/bin/bash");
+            value!("gecos", |b| push_cn(b, p));
+        }
     }
 
     /// Appends person `i` as one LDIF record (with its trailing blank line).
@@ -428,6 +481,12 @@ impl Generator {
             out.push(b'\n');
             push_ldif_line(&mut out, "objectClass", b"top");
             push_ldif_line(&mut out, "objectClass", b"groupOfNames");
+            if self.cfg.posix {
+                push_ldif_line(&mut out, "objectClass", b"posixGroup");
+                scratch.clear();
+                push_u64(&mut scratch, GID_NUMBER_BASE + u64::from(g));
+                push_ldif_line(&mut out, "gidNumber", &scratch);
+            }
             scratch.clear();
             scratch.extend_from_slice(b"Group ");
             push_u64(&mut scratch, u64::from(g));
@@ -443,6 +502,14 @@ impl Generator {
                 self.person_dn(perm.apply(m), &mut out);
                 out.push(b'\n');
                 flush(&mut out, ldif, false)?;
+            }
+            if self.cfg.member_uid {
+                for m in 0..members {
+                    out.extend_from_slice(b"memberUid: user.");
+                    push_u64(&mut out, perm.apply(m));
+                    out.push(b'\n');
+                    flush(&mut out, ldif, false)?;
+                }
             }
             out.push(b'\n');
         }
@@ -877,6 +944,83 @@ mod tests {
             assert_eq!(mail[i], first("mail"));
             assert_eq!(&dn[i], rdn);
         }
+    }
+
+    #[test]
+    fn posix_accounts_and_groups_with_and_without_member_uid() {
+        for member_uid in [false, true] {
+            let cfg = GenConfig {
+                entries: 300,
+                seed: 9,
+                ous: 2,
+                groups: 7,
+                group_members: 40,
+                posix: true,
+                member_uid,
+                ..GenConfig::default()
+            };
+            let (ldif, _, summary) = generate(cfg);
+            let records = parse_ldif(&ldif);
+            assert_eq!(records.len() as u64, summary.total_entries);
+            let get = |attrs: &[(String, Vec<u8>)], n: &str| -> Vec<String> {
+                attrs
+                    .iter()
+                    .filter(|(a, _)| a == n)
+                    .map(|(_, v)| String::from_utf8(v.clone()).unwrap())
+                    .collect()
+            };
+            let mut group_gids = HashSet::new();
+            let mut uid_of_dn = HashMap::new();
+            let mut uid_numbers = HashSet::new();
+            let mut primary = Vec::new();
+            for (dn, attrs) in records.iter().filter(|r| r.0.starts_with("uid=")) {
+                assert!(
+                    get(attrs, "objectClass").contains(&"posixAccount".to_string()),
+                    "{dn}"
+                );
+                let (uid, cn) = (get(attrs, "uid"), get(attrs, "cn"));
+                let i: u64 = uid[0].strip_prefix("user.").unwrap().parse().unwrap();
+                assert_eq!(get(attrs, "uidNumber"), vec![(UID_NUMBER_BASE + i).to_string()]);
+                assert!(uid_numbers.insert(UID_NUMBER_BASE + i));
+                assert_eq!(get(attrs, "homeDirectory"), vec![format!("/home/{}", uid[0])]);
+                assert_eq!(get(attrs, "loginShell"), vec!["/bin/bash".to_string()]);
+                assert_eq!(get(attrs, "gecos"), cn);
+                let gid: u64 = get(attrs, "gidNumber")[0].parse().unwrap();
+                assert_eq!(gid, GID_NUMBER_BASE + i % 7);
+                primary.push(gid);
+                uid_of_dn.insert(dn.clone(), uid[0].clone());
+            }
+            assert_eq!(uid_numbers.len(), 300);
+            let groups: Vec<_> = records.iter().filter(|r| r.0.starts_with("cn=Group ")).collect();
+            assert_eq!(groups.len(), 7);
+            for (dn, attrs) in groups {
+                let classes = get(attrs, "objectClass");
+                assert!(
+                    classes.contains(&"groupOfNames".to_string())
+                        && classes.contains(&"posixGroup".to_string())
+                );
+                let g: u64 = dn["cn=Group ".len()..dn.find(',').unwrap()].parse().unwrap();
+                assert_eq!(get(attrs, "gidNumber"), vec![(GID_NUMBER_BASE + g).to_string()]);
+                group_gids.insert(GID_NUMBER_BASE + g);
+                let members = get(attrs, "member");
+                assert_eq!(members.len(), 40);
+                let expected: Vec<String> = members.iter().map(|m| uid_of_dn[m].clone()).collect();
+                if member_uid {
+                    assert_eq!(get(attrs, "memberUid"), expected, "{dn}");
+                } else {
+                    assert!(get(attrs, "memberUid").is_empty());
+                }
+            }
+            // Every primary group exists.
+            assert!(primary.iter().all(|g| group_gids.contains(g)));
+        }
+        assert!(matches!(
+            Generator::new(GenConfig {
+                member_uid: true,
+                ..GenConfig::default()
+            }),
+            Err(GenError::MemberUidWithoutPosix)
+        ));
     }
 
     #[test]

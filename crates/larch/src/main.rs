@@ -107,6 +107,14 @@ struct GenArgs {
     /// Members per group.
     #[arg(long, default_value_t = 50)]
     group_members: u32,
+    /// People are also posixAccounts (uidNumber, gidNumber, homeDirectory, loginShell,
+    /// gecos) and groups posixGroups with a gidNumber (groupOfNames + posixGroup: import
+    /// with `[schema] builtin = "rfc2307bis"`).
+    #[arg(long)]
+    posix: bool,
+    /// POSIX groups also list their members' uid values in memberUid (with --posix).
+    #[arg(long, requires = "posix")]
+    member_uid: bool,
     /// userPassword scheme: SSHA, SSHA256, SSHA512 or CLEARTEXT.
     #[arg(long, default_value = "SSHA")]
     password_scheme: PasswordScheme,
@@ -353,6 +361,8 @@ fn gen(a: GenArgs) -> Result<(), String> {
         group_members: a.group_members,
         scheme: a.password_scheme,
         password: a.password,
+        posix: a.posix,
+        member_uid: a.member_uid,
     };
     let summary = larch_bench::generate_to_dir(cfg, &a.out).map_err(|e| e.to_string())?;
     if a.json {

@@ -5,19 +5,22 @@
 //!   and no log), with a progress bar on a terminal; like slapadd it adds the operational
 //!   attributes an entry lacks (timestamps, creator, entryUUID, entryCSN,
 //!   structuralObjectClass) unless `--no-operational`, then computes every entry's
-//!   memberOf from its groups (`larch_server::groups::check`) unless `--no-member-of`,
-//!   and reports the values `[uniqueness]` says no two entries may share
+//!   memberOf from its groups (`larch_server::groups::check`) unless `--no-member-of`
+//!   (first, with `groups.sync_member_uid` on in `--config`'s file, bringing `member` and
+//!   `memberUid` of every POSIX group in step: `larch_server::groups::posix`), and reports the values `[uniqueness]` says no two entries may share
 //!   (`crate::import_unique`; refused with `--unique-strict`);
 //! - `export` opens a data directory and writes its entries as LDIF, parents first, in a
 //!   form `slapadd` loads (operational attributes included);
 //! - `verify` opens a data directory, reports what opening found (snapshot, log replay, a
 //!   torn log tail cut, leftover temporary snapshot files removed), the time and memory it
-//!   took, and checks every invariant of the loaded version, and that every entry's
-//!   memberOf is what its groups give it;
+//!   took, and checks every invariant of the loaded version, that every entry's memberOf
+//!   is what its groups give it and, with `groups.sync_member_uid` on in `--config`'s
+//!   file, that every POSIX group's `member` and `memberUid` are in step;
 //! - `snapshot` opens a data directory and writes a snapshot of it (compacting the log).
 //!
-//! `import` and `export` take `--config FILE` instead of `--data` for a directory whose
-//! entries need the file's schema (`larch migrate` writes such directories).
+//! `import`, `export` and `verify` take `--config FILE` instead of `--data` for a directory
+//! whose entries need the file's schema (`larch migrate` writes such directories), and for
+//! its `[groups]` settings.
 //!
 //! Each takes `--data DIR`, by default `larch serve`'s own without a configuration file
 //! (`larch_server::config::DEFAULT_DATA_DIR`, `./larch-data`): one constant for all.
@@ -40,6 +43,7 @@ use larch_model::schema::Schema;
 use larch_server::config::{ServerConfig, UniquenessSettings, DEFAULT_DATA_DIR};
 use larch_server::directory::SERVER_ID;
 use larch_server::groups::check::{member_of_mismatches, repair_member_of as repair_member_of_in, Repaired};
+use larch_server::groups::posix::{member_uid_mismatches, repair_member_uid, PosixGroups};
 use larch_server::groups::GroupSchema;
 use larch_server::opattrs::csn::CsnGenerator;
 use larch_server::opattrs::import_hook;
@@ -93,7 +97,9 @@ pub struct ImportArgs {
     #[arg(long)]
     pub no_operational: bool,
     /// Leave memberOf as the LDIF has it (by default every entry's memberOf is computed
-    /// from the groups that list it, as the server keeps it; see docs/groups.md).
+    /// from the groups that list it, as the server keeps it; see docs/groups.md). With
+    /// `groups.sync_member_uid = true` in --config's file, `member` and `memberUid` of every
+    /// POSIX group are brought in step first, whatever this option says.
     #[arg(long)]
     pub no_member_of: bool,
     /// Refuse the import (leaving no snapshot) when two entries of one scope share a
@@ -127,8 +133,13 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// Data directory (default: the one `larch serve` uses without a configuration file).
-    #[arg(long, default_value = DEFAULT_DATA_DIR)]
+    #[arg(long, default_value = DEFAULT_DATA_DIR, conflicts_with = "config")]
     pub data: PathBuf,
+    /// Take the schema, the data directory and the `[groups]` settings from this
+    /// larch.toml: memberOf is not checked with `member_of = false`, and every POSIX
+    /// group's `member` and `memberUid` are checked with `sync_member_uid = true`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Loading threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -239,10 +250,15 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
     });
     bar.finish_and_clear();
     let report = result.map_err(|e| format!("import into {} failed: {e}", a.data.display()))?;
-    let uniqueness = match &a.config {
-        Some(path) => ServerConfig::load(path).map_err(|e| e.to_string())?.uniqueness,
-        None => UniquenessSettings::default(),
-    };
+    let settings = a
+        .config
+        .as_ref()
+        .map(|path| ServerConfig::load(path).map_err(|e| e.to_string()))
+        .transpose()?;
+    let uniqueness = settings
+        .as_ref()
+        .map_or_else(UniquenessSettings::default, |c| c.uniqueness.clone());
+    let sync_member_uid = settings.as_ref().is_some_and(|c| c.groups.sync_member_uid);
     let found = find_duplicates(&a.data, a.threads, imported_schema.clone(), &uniqueness)?;
     for d in &found {
         eprintln!("{}", import_unique::line(d));
@@ -250,11 +266,14 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
     if a.unique_strict && !found.is_empty() {
         return import_unique::refuse(&found, &a.data);
     }
-    let member_of = if a.no_member_of {
-        None
-    } else {
-        Some(repair_member_of(&a.data, a.threads, imported_schema)?)
-    };
+    let repaired = repair_groups(
+        &a.data,
+        a.threads,
+        imported_schema,
+        sync_member_uid,
+        !a.no_member_of,
+    )?;
+    let member_of = repaired.member_of;
     let secs = started.elapsed().as_secs_f64();
     let rate = per(report.entries as f64, secs);
     if a.json {
@@ -268,6 +287,7 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
                 "write_seconds": report.write_time.as_secs_f64(),
                 "snapshot": report.snapshot.path,
                 "snapshot_bytes": report.snapshot.bytes,
+                "member_uid_groups_updated": repaired.member_uid,
                 "member_of_updated": member_of.map(|r| r.member_of),
                 "transitive_member_of_updated": member_of.map(|r| r.transitive),
                 "duplicates": found.len(),
@@ -283,6 +303,9 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
             report.snapshot.path.display(),
             mb(report.snapshot.bytes),
         );
+        if let Some(n) = repaired.member_uid {
+            println!("member and memberUid brought in step: {n} POSIX groups updated");
+        }
         if let Some(r) = member_of {
             println!(
                 "memberOf computed from the groups: {} memberOf and {} transitiveMemberOf values updated",
@@ -302,14 +325,71 @@ pub fn import(mut a: ImportArgs) -> Result<(), String> {
 /// Computes every entry's memberOf and transitiveMemberOf in the imported directory `dir`
 /// and, when some changed, writes a new snapshot holding them; says how many changed.
 pub(crate) fn repair_member_of(dir: &Path, threads: usize, schema: Arc<Schema>) -> Result<Repaired, String> {
+    let repaired = repair_groups(dir, threads, schema, false, true)?;
+    Ok(repaired.member_of.unwrap_or_default())
+}
+
+/// What [`repair_groups`] changed: `None` for what it was not asked to compute.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct GroupRepairs {
+    /// POSIX groups whose `member` or `memberUid` changed.
+    pub member_uid: Option<usize>,
+    /// memberOf and transitiveMemberOf values changed.
+    pub member_of: Option<Repaired>,
+}
+
+/// In the imported directory `dir`, in one opening of the store: brings `member` and
+/// `memberUid` of every POSIX group in step (with `member_uid`), then computes every
+/// entry's memberOf and transitiveMemberOf (with `member_of`; after memberUid, whose
+/// members count); when something changed, writes a new snapshot holding it.
+pub(crate) fn repair_groups(
+    dir: &Path,
+    threads: usize,
+    schema: Arc<Schema>,
+    member_uid: bool,
+    member_of: bool,
+) -> Result<GroupRepairs, String> {
+    if !member_uid && !member_of {
+        return Ok(GroupRepairs::default());
+    }
     let (store, _) = open_with(dir, threads, schema)?;
     let Some(groups) = GroupSchema::new(store.current().schema()) else {
-        return with_store(&store, |_| Ok(Repaired::default()));
+        return with_store(&store, |_| {
+            Ok(GroupRepairs {
+                member_uid: member_uid.then_some(0),
+                member_of: member_of.then(Repaired::default),
+            })
+        });
     };
-    let changed = repair_member_of_in(&store, &groups)
-        .map_err(|e| format!("computing memberOf in {} failed: {e}", dir.display()));
+    let posix = PosixGroups::new(groups.clone(), store.current().schema());
+    let changed = (|| {
+        let uids = match (&posix, member_uid) {
+            (Some(posix), true) => Some(repair_member_uid(&store, posix).map_err(|e| {
+                format!(
+                    "bringing member and memberUid in step in {} failed: {e}",
+                    dir.display()
+                )
+            })?),
+            (None, true) => Some(0),
+            (_, false) => None,
+        };
+        let of = if member_of {
+            Some(
+                repair_member_of_in(&store, &groups)
+                    .map_err(|e| format!("computing memberOf in {} failed: {e}", dir.display()))?,
+            )
+        } else {
+            None
+        };
+        Ok::<GroupRepairs, String>(GroupRepairs {
+            member_uid: uids,
+            member_of: of,
+        })
+    })();
+    let wrote = matches!(&changed, Ok(r)
+        if r.member_uid.unwrap_or(0) > 0 || r.member_of.is_some_and(|m| m.member_of + m.transitive > 0));
     let closed = store
-        .close(matches!(&changed, Ok(r) if r.member_of + r.transitive > 0))
+        .close(wrote)
         .map_err(|e| format!("closing the store failed: {e}"));
     let changed = changed?;
     closed?;
@@ -462,8 +542,18 @@ fn resident_bytes() -> Option<u64> {
 }
 
 /// `larch verify`.
-pub fn verify(a: VerifyArgs) -> Result<(), String> {
-    let (store, report) = open(&a.data, a.threads)?;
+pub fn verify(mut a: VerifyArgs) -> Result<(), String> {
+    let (schema, data, _) = with_config(&a.config, &a.data)?;
+    a.data = data;
+    let groups_settings = a
+        .config
+        .as_ref()
+        .map(|path| ServerConfig::load(path).map_err(|e| e.to_string()))
+        .transpose()?
+        .map(|c| c.groups)
+        .unwrap_or_default();
+    let check_member_of = !a.no_member_of && groups_settings.member_of;
+    let (store, report) = open_with(&a.data, a.threads, schema)?;
     let rss = resident_bytes();
     with_store(&store, |store| {
         let version = store.current();
@@ -473,9 +563,14 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
         let check = version.check();
         let check_time = started.elapsed();
         let member_of = GroupSchema::new(version.schema())
-            .filter(|_| !a.no_member_of)
+            .filter(|_| check_member_of)
             .map(|g| member_of_mismatches(&version, &g))
             .unwrap_or_default();
+        // None: not checked (`groups.sync_member_uid` off).
+        let member_uid = GroupSchema::new(version.schema())
+            .filter(|_| groups_settings.sync_member_uid)
+            .and_then(|g| PosixGroups::new(g, version.schema()))
+            .map(|p| member_uid_mismatches(&version, &p));
         let n = entries as f64;
         let per_entry = |bytes: usize| per(bytes as f64, n);
         if a.json {
@@ -514,6 +609,12 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
                         "error": check.as_ref().err(),
                         "seconds": check_time.as_secs_f64(),
                     },
+                    "member_uid": member_uid.as_ref().map(|m| json!({
+                        "ok": m.is_empty(),
+                        "differing": m.iter().map(|g| json!({
+                            "dn": g.dn, "missing_members": g.missing_members, "missing_member_uids": g.missing_uids,
+                        })).collect::<Vec<_>>(),
+                    })),
                     "member_of": {
                         "ok": member_of.is_empty(),
                         "differing": member_of.iter().map(|m| json!({
@@ -571,7 +672,19 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
                 Ok(()) => println!("check            ok ({:.3} s)", check_time.as_secs_f64()),
                 Err(e) => println!("check            FAILED: {e}"),
             }
+            match member_uid.as_ref().map(|m| m.first()) {
+                None => println!("memberUid        not checked (groups.sync_member_uid off)"),
+                Some(None) => println!("memberUid        ok"),
+                Some(Some(g)) => println!(
+                    "memberUid        {} POSIX groups not in step; first: {} lacks members {:?} and memberUid values {:?}",
+                    member_uid.as_ref().map_or(0, Vec::len),
+                    g.dn,
+                    g.missing_members,
+                    g.missing_uids
+                ),
+            }
             match member_of.first() {
+                None if !check_member_of => println!("memberOf         not checked"),
                 None => println!("memberOf         ok"),
                 Some(m) => println!(
                     "memberOf         {} values differ from the groups; first: {} of {} holds {:?}, the groups say {:?}",
@@ -584,6 +697,14 @@ pub fn verify(a: VerifyArgs) -> Result<(), String> {
             }
         }
         check.map_err(|e| format!("{} fails its consistency check: {e}", a.data.display()))?;
+        if let Some(g) = member_uid.as_ref().and_then(|m| m.first()) {
+            return Err(format!(
+                "{}: {} POSIX groups' member and memberUid are not in step (first: {})",
+                a.data.display(),
+                member_uid.as_ref().map_or(0, Vec::len),
+                g.dn
+            ));
+        }
         match member_of.first() {
             None => Ok(()),
             Some(m) => Err(format!(

@@ -8,7 +8,7 @@
 //!   leaves in a required member attribute whose last value it removed (slapd's
 //!   `refint_nothing`). It must be a DN;
 //! - `groups.sync_member_uid` (`false`): keep `memberUid` of a `posixGroup` that lists
-//!   its members in `member` in step with `member` (and back).
+//!   its members by DN (`member` or `uniqueMember`) in step with them (and back).
 
 use serde::Deserialize;
 

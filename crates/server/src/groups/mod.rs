@@ -16,6 +16,7 @@
 
 pub mod chain;
 pub mod check;
+pub mod posix;
 
 use larch_model::dn::NormDn;
 use larch_model::entry::StoredRef;

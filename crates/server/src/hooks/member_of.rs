@@ -4,11 +4,12 @@
 //!
 //! | write | what changes |
 //! | --- | --- |
-//! | Add of an entry | its `memberOf`: the groups that already list its DN (`before_change`) |
+//! | Add of an entry | its `memberOf`: the groups that already list its DN (`before_change`), and those a hook before this one made list it (`after_change`) |
 //! | Add of a group | each listed entry gains the group |
 //! | Modify of a group (members, or its classes) | entries no longer listed lose the group, newly listed ones gain it (compared by entry, so a respelled value changes nothing) |
 //! | Modify DN of a group, or of an entry above groups | each listed entry's value for the group takes the new DN |
 //! | Modify DN of any entry (its subtree included) | its `memberOf`: the groups that list its new name |
+//! | Modify of any entry | its `memberOf`: the groups that list it after the write (the memberUid hook may have added it to groups whose `memberUid` holds a `uid` it gained) |
 //! | Delete of a group (a subtree delete included) | each listed entry that remains loses the group |
 //!
 //! A member's own rename or delete changes the groups' values, which is referential
@@ -67,6 +68,7 @@ impl MemberOf {
             NewState::Add { .. } => {
                 let id = applied.id;
                 if let Some(view) = after.entry(id) {
+                    push(id, self.listed_by(after, id));
                     for member in self.groups.member_entries(after, view.attrs()) {
                         push(member, Edit::Gain(after.dn(id)));
                     }
@@ -76,6 +78,7 @@ impl MemberOf {
                 let (Some(old), Some(new)) = (before.entry(*id), after.entry(*id)) else {
                     return edits;
                 };
+                push(*id, self.listed_by(after, *id));
                 for (member, edit) in
                     self.modify_edits(before, old.attrs(), after, new.attrs(), after.dn(*id))
                 {
@@ -89,11 +92,7 @@ impl MemberOf {
                     };
                     // Under its new name an entry is listed by the groups that list that
                     // name (some may have named it before it existed), and by no other.
-                    let listing = self.groups.groups_listing(after, &after.dn(renamed));
-                    push(
-                        renamed,
-                        Edit::Exactly(listing.iter().map(|g| after.dn(*g)).collect()),
-                    );
+                    push(renamed, self.listed_by(after, renamed));
                     for member in self.groups.member_entries(after, view.attrs()) {
                         push(member, Edit::Lose(before.dn(renamed)));
                         push(member, Edit::Gain(after.dn(renamed)));
@@ -114,6 +113,14 @@ impl MemberOf {
             }
         }
         edits
+    }
+
+    /// Entry `id` holds exactly the groups of `after` that list it. The entry a write adds,
+    /// changes or renames gets this edit: a hook before this one (memberUid) may have made
+    /// groups list it.
+    fn listed_by(&self, after: &Version, id: EntryId) -> Edit {
+        let listing = self.groups.groups_listing(after, &after.dn(id));
+        Edit::Exactly(listing.iter().map(|g| after.dn(*g)).collect())
     }
 
     /// The edits a Modify of entry `old` (in `before`) into `new` (in `after`) makes. When
