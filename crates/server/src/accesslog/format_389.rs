@@ -45,14 +45,13 @@
 //! Like 389, nothing stops a DN from containing text logconv looks for (` ADD`,
 //! ` RESULT err=`): logconv matches substrings anywhere in a line.
 
-use std::fmt;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
 use larch_proto::controls::{oid, Control, ControlValue, ProxiedAuthz};
 use larch_proto::{
     exop, op_tag, AbandonRequest, AddRequest, Authentication, BindRequest, CompareRequest, ExtendedRequest,
-    LdapMessage, ModifyDnRequest, ModifyOperation, ModifyRequest, ProtocolOp, SearchRequest,
+    Filter, LdapMessage, ModifyDnRequest, ModifyOperation, ModifyRequest, ProtocolOp, SearchRequest,
 };
 
 use super::event::{Close, Connect, Event, Op, Refused, Tls, WallNanos};
@@ -214,7 +213,12 @@ fn push_search(out: &mut Vec<u8>, msg: &LdapMessage<'_>, s: &SearchRequest<'_>, 
     out.extend_from_slice(b" scope=");
     push_u64(out, s.scope as u64);
     out.extend_from_slice(b" filter=\"");
-    push_display(out, &s.filter, |out, text| push_field(out, text, Field::Quoted));
+    push_filter(
+        out,
+        &s.filter,
+        |b| b.is_ascii() && !Field::Quoted.escapes(b),
+        |out, text| push_field(out, text, Field::Quoted),
+    );
     out.push(b'"');
     if level.is_full() {
         out.extend_from_slice(b" deref=");
@@ -562,25 +566,23 @@ fn push_hex_pair(out: &mut Vec<u8>, b: u8) {
     out.extend_from_slice(&[b'\\', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
 }
 
-/// Appends what `value` displays (a filter) through `escape`, without an intermediate
-/// string.
-pub(super) fn push_display(
+/// Appends the RFC 4515 text of `filter` as a field: written once, straight into `out`,
+/// and left there when `plain` accepts every octet of it (the common case); otherwise
+/// moved aside and written again through `escape`, the format's field escaping.
+pub(super) fn push_filter(
     out: &mut Vec<u8>,
-    value: &dyn fmt::Display,
+    filter: &Filter<'_>,
+    plain: impl Fn(u8) -> bool,
     escape: impl Fn(&mut Vec<u8>, &[u8]),
 ) {
-    struct Escaping<'a, F> {
-        out: &'a mut Vec<u8>,
-        escape: F,
+    let start = out.len();
+    filter.write_text(out);
+    if out[start..].iter().all(|&b| plain(b)) {
+        return;
     }
-    impl<F: Fn(&mut Vec<u8>, &[u8])> fmt::Write for Escaping<'_, F> {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            (self.escape)(self.out, s.as_bytes());
-            Ok(())
-        }
-    }
-    // Writing into a Vec cannot fail, and a Display that fails leaves what it wrote.
-    let _ = fmt::write(&mut Escaping { out, escape }, format_args!("{value}"));
+    let text = out[start..].to_vec();
+    out.truncate(start);
+    escape(out, &text);
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ use larch_proto::{
 
 use super::event::{Close, Connect, Event, Op, Refused, Tls, WallNanos};
 use super::format_389::{
-    cipher_name, decode_request, extended_name, known_notes, modify_kind, proxied_authz_id, push_display,
+    cipher_name, decode_request, extended_name, known_notes, modify_kind, proxied_authz_id, push_filter,
     push_ip, SASL_BIND_IN_PROGRESS,
 };
 use super::level::Level;
@@ -197,7 +197,7 @@ impl Line<'_> {
         self.number("scope", s.scope as u64);
         self.key("filter");
         self.out.push(b'"');
-        push_display(self.out, &s.filter, push_text);
+        push_filter(self.out, &s.filter, plain_text, push_text);
         self.out.push(b'"');
         if !s.attributes.is_empty() {
             self.strings("attrs", s.attributes.iter());
@@ -329,7 +329,7 @@ impl Line<'_> {
                 self.string("base_dn", s.base);
                 self.key("filter");
                 self.out.push(b'"');
-                push_display(self.out, &s.filter, push_text);
+                push_filter(self.out, &s.filter, plain_text, push_text);
                 self.out.push(b'"');
                 self.number("scope", s.scope as u64);
             }
@@ -523,6 +523,11 @@ fn oid_name(oid: &[u8]) -> &'static str {
 
 /// Appends `s` escaped for the inside of a JSON string, as json-c escapes; an octet that
 /// is not UTF-8 becomes the text `\HH`.
+/// Whether `push_text` writes `b` as it is.
+fn plain_text(b: u8) -> bool {
+    b >= 0x20 && b.is_ascii() && !matches!(b, b'"' | b'\\' | b'/')
+}
+
 fn push_text(out: &mut Vec<u8>, s: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for chunk in s.utf8_chunks() {

@@ -1,0 +1,116 @@
+//! What the access log costs per search, in its two halves:
+//! - `record`: what a request thread does, encoding the operation's record (fixed fields,
+//!   the request PDU and the result's texts copied);
+//! - `format_389` / `format_json`: what the log's writer thread does per record, reading
+//!   it back and formatting its request and RESULT lines.
+//!
+//! The operation is the DirectoryMark-style exact search of `docs/benchmarks.md`:
+//! `(cn=<name>)` from the suffix, subtree, attributes `1.1`, one entry found. A thousand
+//! records with different names, as the writer meets them in a round.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use larch_proto::{DerefAliases, LdapMessage, OwnedFilter, ProtocolOp, SearchRequest, SearchScope, SeqOf};
+use larch_server::accesslog::event::{self, Event, Op};
+use larch_server::accesslog::level::Level;
+use larch_server::accesslog::time::TimeCache;
+use larch_server::accesslog::{format_389, format_json};
+
+const RECORDS: usize = 1_000;
+/// 2026-11-22T10:00:00Z, in nanoseconds.
+const T0: u64 = 1_795_341_600_000_000_000;
+
+fn search_pdu(msgid: i32, name: &str) -> Vec<u8> {
+    let filter = OwnedFilter::parse(&format!("(cn={name})")).expect("a valid filter");
+    let attrs: [&[u8]; 1] = [b"1.1"];
+    let op = ProtocolOp::SearchRequest(SearchRequest {
+        base: b"dc=example,dc=com",
+        scope: SearchScope::Subtree,
+        deref_aliases: DerefAliases::Never,
+        size_limit: 0,
+        time_limit: 0,
+        types_only: false,
+        filter: filter.as_filter(),
+        attributes: SeqOf::from_items(&attrs),
+    });
+    let mut pdu = Vec::new();
+    LdapMessage::new(msgid, op).encode(&mut pdu);
+    pdu
+}
+
+fn op(i: usize, request: &[u8]) -> Op<'_> {
+    let received = T0 + i as u64 * 9_000;
+    Op {
+        conn: 12 + (i % 8) as u64,
+        op: (i / 8) as i64,
+        msgid: (i / 8) as i32 + 1,
+        received,
+        finished: received + 8_123,
+        wait_ns: 1_234,
+        work_ns: 6_889,
+        request_tag: 0x63,
+        request,
+        undecodable: false,
+        response_tag: 0x65,
+        result: 0,
+        matched: "",
+        message: "",
+        entries: 1,
+        references: 0,
+        bytes: 120,
+        authz_dn: "",
+        target_op: -1,
+        response_controls: "",
+        notes: "",
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let pdus: Vec<Vec<u8>> = (0..RECORDS)
+        .map(|i| search_pdu((i / 8) as i32 + 1, &format!("Person {i:05} Surname")))
+        .collect();
+    let events: Vec<Event<'_>> = pdus
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Event::Op(op(i, p)))
+        .collect();
+    let mut records = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        event::encode(&mut records, i as u64, e);
+    }
+
+    let mut g = c.benchmark_group("access_log_search");
+    g.throughput(Throughput::Elements(RECORDS as u64));
+    let mut buf = Vec::with_capacity(records.len());
+    g.bench_function("record", |b| {
+        b.iter(|| {
+            buf.clear();
+            for (i, e) in events.iter().enumerate() {
+                event::encode(&mut buf, i as u64, e);
+            }
+            buf.len()
+        })
+    });
+    let mut out = Vec::with_capacity(RECORDS * 512);
+    let mut clock = TimeCache::new();
+    for (name, json) in [("format_389", false), ("format_json", true)] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                out.clear();
+                let mut at = 0;
+                while let Some((_, event, len)) = event::decode(&records[at..]) {
+                    if json {
+                        format_json::write(&mut out, &event, Level::Default, &mut clock, 1_795_341_600);
+                    } else {
+                        format_389::write(&mut out, &event, Level::Default, &mut clock);
+                    }
+                    at += len;
+                }
+                out.len()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
