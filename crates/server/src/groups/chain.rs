@@ -131,8 +131,9 @@ pub fn groups_of(version: &Version, chain: MemberAttribute, value: &[u8]) -> Vec
     ids
 }
 
-/// Resolves the filter's in-chain assertions on member attributes against `version`
-/// ([`CompiledFilter::resolve_in_chain`]); nothing to do for most filters.
+/// Resolves the filter's in-chain assertions on member attributes against `version` into
+/// the IDs of the groups they name ([`CompiledFilter::resolve_in_chain`]; the search then
+/// tests each entry by its ID, and plans from the same IDs); nothing to do for most filters.
 pub fn resolve_in_chain(filter: &mut CompiledFilter, version: &Version) {
     if !filter.has_in_chain_members() {
         return;
@@ -140,11 +141,5 @@ pub fn resolve_in_chain(filter: &mut CompiledFilter, version: &Version) {
     let Some(groups) = super::GroupSchema::new(version.schema()) else {
         return;
     };
-    let dn_rule = groups.member_of;
-    filter.resolve_in_chain(&|value| {
-        groups_of(version, groups.transitive, value)
-            .into_iter()
-            .filter_map(|id| dn_rule.key(version.dn(id).as_bytes()))
-            .collect()
-    });
+    filter.resolve_in_chain(&|value| groups_of(version, groups.transitive, value));
 }
