@@ -83,9 +83,10 @@ pub fn holding(version: &Version, chain: MemberAttribute, dn: &str) -> Vec<Entry
     let Some(key) = chain.key(dn.as_bytes()) else {
         return Vec::new();
     };
+    // The index files the hash of the key just worked out: no second normalization.
     let candidates: Vec<EntryId> = match version
         .index(chain.ty)
-        .and_then(|index| index.equality(chain.rule, dn.as_bytes(), version.keyer()))
+        .and_then(|index| index.equality_keyed(version.keyer().key(&key)))
     {
         Some(set) => set.iter().collect(),
         None => version.entries().map(|e| e.id).collect(),
