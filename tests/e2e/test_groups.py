@@ -386,6 +386,16 @@ def test_in_chain_follows_nested_groups_ten_deep(g):
                         f"(&(objectClass=inetOrgPerson)(!(memberOf:{IN_CHAIN}:={levels[9]})))") == [norm(other)]
     assert chain_search(conn, top, f"(|(uid=other)(member:{IN_CHAIN}:={levels[7]}))") \
         == sorted([norm(other), norm(levels[8]), norm(levels[9])])
+    # The groups a group is not in, the same asserted twice, and scope base on one group.
+    assert chain_search(conn, top, f"(&(objectClass=groupOfNames)(!(member:{IN_CHAIN}:={levels[7]})))") \
+        == sorted(norm(x) for x in levels[:8])
+    assert chain_search(conn, top, f"(&(member:{IN_CHAIN}:={u})(!(member:{IN_CHAIN}:={levels[4]})))") \
+        == sorted(norm(x) for x in levels[:5])
+    for base, found in ((levels[9], [norm(levels[9])]), (levels[0], [])):
+        res, entries = search_entries(conn, base, f"(member:{IN_CHAIN}:={levels[7]})", scope=ldap3.BASE,
+                                      attrs=["1.1"])
+        assert_result(res, "success")
+        assert [norm(e["dn"]) for e in entries] == found
     # Cutting the chain in the middle: the groups above the cut no longer hold u.
     conn.modify(levels[5], {"member": [(ldap3.MODIFY_REPLACE, [other])]})
     assert_result(conn, "success")

@@ -644,35 +644,44 @@ fn the_in_chain_rule_reads_transitive_member_of_or_waits_for_the_server() {
     ] {
         assert_eq!(eval(&filter, &e), expected, "{filter}");
     }
-    // Resolved: the groups the asserted entry belongs to, by DN.
-    let f = OwnedFilter::parse(&format!("(member:{rule}:=uid=a,dc=example,dc=com)")).unwrap();
+    // Resolved: the groups the asserted entry belongs to, by the caller's identifiers.
+    let f = OwnedFilter::parse(&format!(
+        "(&(cn=dev)(member:{rule}:=uid=a,dc=example,dc=com)(!(uniqueMember:{rule}:=uid=a,dc=example,dc=com)))"
+    ))
+    .unwrap();
     let mut compiled = CompiledFilter::compile(f.as_filter(), schema());
     assert!(compiled.has_in_chain_members());
-    let key = |dn: &str| {
-        let mut out = Vec::new();
-        larch_model::matching::lookup("distinguishedNameMatch")
-            .unwrap()
-            .normalize(dn.as_bytes(), &mut out)
-            .unwrap();
-        out
-    };
+    assert_eq!(compiled.in_chain_entries(b"uid=a,dc=example,dc=com"), None);
+    let asked = std::cell::Cell::new(0);
     compiled.resolve_in_chain(&|asserted| {
         assert_eq!(asserted, b"uid=a,dc=example,dc=com");
-        vec![key("CN=Dev,OU=Groups,DC=Example,DC=Com")]
+        asked.set(asked.get() + 1);
+        vec![9, 7, 9]
     });
+    // One value, resolved once for both assertions.
+    assert_eq!(asked.get(), 1);
     assert!(!compiled.has_in_chain_members());
-    assert!(compiled.needs_dn());
-    let stored = e.to_stored();
+    assert!(!compiled.needs_dn());
     assert_eq!(
-        compiled.evaluate(stored.as_ref(), Some(&e.dn), schema(), &mut Vec::new()),
-        Tri::True
+        compiled.in_chain_entries(b"uid=a,dc=example,dc=com"),
+        Some(&[7, 9][..])
     );
-    compiled.resolve_in_chain(&|_| Vec::new());
+    let stored = e.to_stored();
+    let eval_as =
+        |c: &CompiledFilter, id| c.evaluate_entry(stored.as_ref(), id, None, schema(), &mut Vec::new());
+    // In the chain through member, and so through uniqueMember: `(!...)` is FALSE.
+    assert_eq!(eval_as(&compiled, 7), Tri::False);
     let f = OwnedFilter::parse(&format!("(member:{rule}:=uid=a,dc=example,dc=com)")).unwrap();
     let mut compiled = CompiledFilter::compile(f.as_filter(), schema());
-    compiled.resolve_in_chain(&|_| vec![key("cn=elsewhere")]);
+    compiled.resolve_in_chain(&|_| vec![7]);
+    assert_eq!(eval_as(&compiled, 7), Tri::True);
+    assert_eq!(eval_as(&compiled, 8), Tri::False);
+    // Without the entry's identifier: Undefined.
     assert_eq!(
         compiled.evaluate(stored.as_ref(), Some(&e.dn), schema(), &mut Vec::new()),
-        Tri::False
+        Tri::Undefined
     );
+    let mut compiled = CompiledFilter::compile(f.as_filter(), schema());
+    compiled.resolve_in_chain(&|_| Vec::new());
+    assert_eq!(eval_as(&compiled, 7), Tri::False);
 }

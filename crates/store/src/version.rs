@@ -413,9 +413,16 @@ impl Version {
             if same_values(old.attrs(), new.attrs(), ty) {
                 continue;
             }
-            let o = AttrIndex::keys(kinds, ty, old.attrs(), &shared.schema, &shared.keyer, scratch);
-            let n = AttrIndex::keys(kinds, ty, new.attrs(), &shared.schema, &shared.keyer, scratch);
-            index.update(id, &o, &n);
+            index.rekey(
+                id,
+                kinds,
+                ty,
+                old.attrs(),
+                new.attrs(),
+                &shared.schema,
+                &shared.keyer,
+                scratch,
+            );
         }
         self.entries.insert(id, new);
         Ok(())

@@ -440,3 +440,58 @@ fn a_rolled_back_job_leaves_no_trace_in_the_directory_nor_the_log() {
     store.close(false).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_modify_keys_only_the_values_that_changed_and_keeps_shared_keys() {
+    let dir = temp_dir("rekey");
+    let (store, _) = Store::open(options(&dir)).unwrap();
+    add(&store, suffix(), true);
+    add(&store, person("cn=a,dc=example,dc=com", "a", "x"), false);
+    let s = schema();
+    let cn = s.attribute_type("cn").unwrap();
+    let id = store
+        .current()
+        .find(&NormDn::from_normalized("cn=a,dc=example,dc=com"))
+        .unwrap();
+    let set_cn = |values: &[&str]| {
+        let values: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();
+        store
+            .write(move |t| {
+                let v = t.version();
+                let (dn, norm) = NormDn::parse(v.dn(id).as_bytes(), &*schema()).unwrap();
+                let mut e = Entry::from_stored(dn, norm, v.entry(id).unwrap().attrs());
+                e.set_values(
+                    schema().attribute_type("cn").unwrap().id,
+                    &Options::none(),
+                    values,
+                );
+                t.modify(id, &e.to_stored())
+            })
+            .unwrap()
+            .unwrap();
+        let v = store.current();
+        v.check().unwrap();
+        v
+    };
+    let finds = |v: &larch_store::Version, value: &str| {
+        v.index(cn.id)
+            .unwrap()
+            .equality(cn.equality.unwrap(), value.as_bytes(), v.keyer())
+            .unwrap()
+            .contains(id)
+    };
+    // Additions only, one a respelling of a value the entry has.
+    let v = set_cn(&["a", "B", "b"]);
+    assert!(finds(&v, "A") && finds(&v, "b"));
+    // One spelling goes, the other keeps the key.
+    let v = set_cn(&["a", "b"]);
+    assert!(finds(&v, "B"));
+    // A value goes and another comes in one modify.
+    let v = set_cn(&["a", "c"]);
+    assert!(!finds(&v, "b") && finds(&v, "c"));
+    // Respelled in place: the key stays.
+    let v = set_cn(&["A", "c"]);
+    assert!(finds(&v, "a"));
+    store.close(false).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -66,12 +66,13 @@ pub(super) enum Kind {
         target: Target,
         value: Vec<u8>,
     },
-    /// A resolved [`Kind::InChainOf`]: the entries whose DN has one of `keys` (sorted keys
-    /// under `distinguishedNameMatch`).
-    DnIn {
+    /// A resolved [`Kind::InChainOf`]: the entries whose identifier (the caller's, as
+    /// given to [`CompiledFilter::evaluate_entry`]) is one of `ids`, sorted. `value` is
+    /// kept for the caller's planner ([`CompiledFilter::in_chain_entries`]).
+    EntryIn {
         target: Target,
-        rule: &'static MatchingRule,
-        keys: Vec<Vec<u8>>,
+        value: Vec<u8>,
+        ids: Vec<u32>,
     },
 }
 
@@ -389,24 +390,38 @@ fn in_chain(target: Option<Target>, value: &[u8], schema: &Schema) -> Kind {
 
 impl CompiledFilter {
     /// Resolves every `(member:1.2.840.113556.1.4.1941:=U)` of the filter: `groups_of`
-    /// gives, for U's DN as asserted, the keys (under `distinguishedNameMatch`) of the DNs
-    /// of the groups U belongs to through nested groups (none when U does not exist).
-    pub fn resolve_in_chain(&mut self, groups_of: &dyn Fn(&[u8]) -> Vec<Vec<u8>>) {
-        for node in &mut self.nodes {
-            if let Kind::InChainOf { target, value } = &node.kind {
-                let Some(rule) = matching::lookup("distinguishedNameMatch") else {
-                    continue;
-                };
-                let mut keys = groups_of(value);
-                keys.sort();
-                keys.dedup();
-                node.kind = Kind::DnIn {
-                    target: target.clone(),
-                    rule,
-                    keys,
-                };
-            }
+    /// gives, for U's DN as asserted, the identifiers of the groups U belongs to through
+    /// nested groups (none when U does not exist), the same identifiers the caller then
+    /// hands to [`CompiledFilter::evaluate_entry`]. Each distinct value is resolved once.
+    pub fn resolve_in_chain(&mut self, groups_of: &dyn Fn(&[u8]) -> Vec<u32>) {
+        for i in 0..self.nodes.len() {
+            let Kind::InChainOf { target, value } = &self.nodes[i].kind else {
+                continue;
+            };
+            let ids = match self.in_chain_entries(value) {
+                Some(known) => known.to_vec(),
+                None => {
+                    let mut ids = groups_of(value);
+                    ids.sort_unstable();
+                    ids.dedup();
+                    ids
+                }
+            };
+            self.nodes[i].kind = Kind::EntryIn {
+                target: target.clone(),
+                value: value.clone(),
+                ids,
+            };
         }
+    }
+
+    /// The identifiers a resolved in-chain assertion on a member attribute with the
+    /// asserted value `value` found, sorted; `None` when the filter has none resolved.
+    pub fn in_chain_entries(&self, value: &[u8]) -> Option<&[u32]> {
+        self.nodes.iter().find_map(|n| match &n.kind {
+            Kind::EntryIn { value: v, ids, .. } if v[..] == value[..] => Some(ids.as_slice()),
+            _ => None,
+        })
     }
 
     /// True when the filter holds an in-chain assertion on a member attribute, which

@@ -24,6 +24,15 @@ const EMPTY_FRAME: Frame = Frame {
     end: 0,
 };
 
+/// The entry a filter is evaluated against: its attributes, the caller's identifier of it
+/// (for resolved in-chain assertions) and its DN (for `:dn:` matches).
+#[derive(Clone, Copy)]
+struct Subject<'a> {
+    entry: StoredRef<'a>,
+    id: Option<u32>,
+    dn: Option<&'a Dn>,
+}
+
 #[derive(Clone, Copy)]
 struct Frame {
     node: u32,
@@ -36,7 +45,9 @@ struct Frame {
 impl CompiledFilter {
     /// Evaluates the filter against an entry. Its DN is needed only for `:dn:` extensible
     /// matches ([`CompiledFilter::needs_dn`]); without it those look at the attributes
-    /// alone. `scratch` is a reusable buffer for value keys.
+    /// alone. `scratch` is a reusable buffer for value keys. A resolved in-chain assertion
+    /// on a member attribute is Undefined here: it needs the entry's identifier
+    /// ([`CompiledFilter::evaluate_entry`]).
     pub fn evaluate(
         &self,
         entry: StoredRef<'_>,
@@ -44,15 +55,41 @@ impl CompiledFilter {
         schema: &Schema,
         scratch: &mut Vec<u8>,
     ) -> Tri {
+        self.evaluate_as(Subject { entry, id: None, dn }, schema, scratch)
+    }
+
+    /// [`CompiledFilter::evaluate`] of the entry the caller identifies by `id` (the
+    /// identifiers [`CompiledFilter::resolve_in_chain`] was given), which resolved in-chain
+    /// assertions test.
+    pub fn evaluate_entry(
+        &self,
+        entry: StoredRef<'_>,
+        id: u32,
+        dn: Option<&Dn>,
+        schema: &Schema,
+        scratch: &mut Vec<u8>,
+    ) -> Tri {
+        self.evaluate_as(
+            Subject {
+                entry,
+                id: Some(id),
+                dn,
+            },
+            schema,
+            scratch,
+        )
+    }
+
+    fn evaluate_as(&self, subject: Subject<'_>, schema: &Schema, scratch: &mut Vec<u8>) -> Tri {
         // Most filters nest a few levels: a small stack first, the deepest only for a
         // filter that needs it (zeroing 65 frames for every entry cost more than
         // evaluating `(uid=x)`).
         let mut small = [EMPTY_FRAME; SMALL_STACK_FRAMES];
-        if let Some(result) = self.run(&mut small, entry, dn, schema, scratch) {
+        if let Some(result) = self.run(&mut small, subject, schema, scratch) {
             return result;
         }
         let mut deepest = [EMPTY_FRAME; MAX_FILTER_DEPTH + 1];
-        self.run(&mut deepest, entry, dn, schema, scratch)
+        self.run(&mut deepest, subject, schema, scratch)
             .unwrap_or(Tri::Undefined)
     }
 
@@ -61,8 +98,7 @@ impl CompiledFilter {
     fn run(
         &self,
         stack: &mut [Frame],
-        entry: StoredRef<'_>,
-        dn: Option<&Dn>,
+        subject: Subject<'_>,
         schema: &Schema,
         scratch: &mut Vec<u8>,
     ) -> Option<Tri> {
@@ -78,7 +114,7 @@ impl CompiledFilter {
                     Kind::And => Tri::True,
                     Kind::Or => Tri::False,
                     Kind::Not => Tri::Undefined,
-                    _ => break self.leaf(&node.kind, entry, dn, schema, scratch),
+                    _ => break self.leaf(&node.kind, subject, schema, scratch),
                 };
                 if node.size == 1 {
                     // `(&)` is TRUE and `(|)` FALSE (RFC 4526); a `not` always has a child.
@@ -128,8 +164,7 @@ impl CompiledFilter {
         }
     }
 
-    /// True when evaluation looks at the entry's DN (an extensible match with `:dn:`, a
-    /// resolved in-chain assertion on a member attribute), so
+    /// True when evaluation looks at the entry's DN (an extensible match with `:dn:`), so
     /// the caller must pass it to [`CompiledFilter::evaluate`].
     pub fn needs_dn(&self) -> bool {
         self.nodes.iter().any(|n| {
@@ -138,7 +173,7 @@ impl CompiledFilter {
                 Kind::Extensible {
                     dn_attributes: true,
                     ..
-                } | Kind::DnIn { .. }
+                }
             )
         })
     }
@@ -154,14 +189,20 @@ impl CompiledFilter {
         self.evaluate(entry, dn, schema, scratch) == Tri::True
     }
 
-    fn leaf(
+    /// True when [`CompiledFilter::evaluate_entry`] is TRUE.
+    pub fn matches_entry(
         &self,
-        kind: &Kind,
         entry: StoredRef<'_>,
+        id: u32,
         dn: Option<&Dn>,
         schema: &Schema,
         scratch: &mut Vec<u8>,
-    ) -> Tri {
+    ) -> bool {
+        self.evaluate_entry(entry, id, dn, schema, scratch) == Tri::True
+    }
+
+    fn leaf(&self, kind: &Kind, subject: Subject<'_>, schema: &Schema, scratch: &mut Vec<u8>) -> Tri {
+        let Subject { entry, id, dn } = subject;
         match kind {
             Kind::Constant(t) => *t,
             Kind::Present(target) => Tri::from_bool(values(entry, target).next().is_some()),
@@ -255,12 +296,8 @@ impl CompiledFilter {
             }
             // Not resolved against a version: nothing to decide with.
             Kind::InChainOf { .. } => Tri::Undefined,
-            Kind::DnIn { rule, keys, .. } => match dn {
-                Some(dn) => {
-                    scratch.clear();
-                    let named = rule.normalize(dn.to_string().as_bytes(), scratch).is_ok();
-                    Tri::from_bool(named && keys.binary_search(scratch).is_ok())
-                }
+            Kind::EntryIn { ids, .. } => match id {
+                Some(id) => Tri::from_bool(ids.binary_search(&id).is_ok()),
                 None => Tri::Undefined,
             },
             Kind::And | Kind::Or | Kind::Not => Tri::Undefined,

@@ -80,7 +80,7 @@ fn reads(kind: &Kind, schema: &Schema, f: &mut dyn FnMut(AttributeTypeId) -> boo
         | Kind::Substrings { target, .. }
         | Kind::Approx { target, .. }
         | Kind::InChainOf { target, .. }
-        | Kind::DnIn { target, .. } => target,
+        | Kind::EntryIn { target, .. } => target,
         Kind::Extensible {
             target: Some(target), ..
         } => target,

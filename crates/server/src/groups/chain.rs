@@ -83,9 +83,10 @@ pub fn holding(version: &Version, chain: MemberAttribute, dn: &str) -> Vec<Entry
     let Some(key) = chain.key(dn.as_bytes()) else {
         return Vec::new();
     };
+    // The index files the hash of the key just worked out: no second normalization.
     let candidates: Vec<EntryId> = match version
         .index(chain.ty)
-        .and_then(|index| index.equality(chain.rule, dn.as_bytes(), version.keyer()))
+        .and_then(|index| index.equality_keyed(version.keyer().key(&key)))
     {
         Some(set) => set.iter().collect(),
         None => version.entries().map(|e| e.id).collect(),
@@ -131,8 +132,9 @@ pub fn groups_of(version: &Version, chain: MemberAttribute, value: &[u8]) -> Vec
     ids
 }
 
-/// Resolves the filter's in-chain assertions on member attributes against `version`
-/// ([`CompiledFilter::resolve_in_chain`]); nothing to do for most filters.
+/// Resolves the filter's in-chain assertions on member attributes against `version` into
+/// the IDs of the groups they name ([`CompiledFilter::resolve_in_chain`]; the search then
+/// tests each entry by its ID, and plans from the same IDs); nothing to do for most filters.
 pub fn resolve_in_chain(filter: &mut CompiledFilter, version: &Version) {
     if !filter.has_in_chain_members() {
         return;
@@ -140,11 +142,5 @@ pub fn resolve_in_chain(filter: &mut CompiledFilter, version: &Version) {
     let Some(groups) = super::GroupSchema::new(version.schema()) else {
         return;
     };
-    let dn_rule = groups.member_of;
-    filter.resolve_in_chain(&|value| {
-        groups_of(version, groups.transitive, value)
-            .into_iter()
-            .filter_map(|id| dn_rule.key(version.dn(id).as_bytes()))
-            .collect()
-    });
+    filter.resolve_in_chain(&|value| groups_of(version, groups.transitive, value));
 }

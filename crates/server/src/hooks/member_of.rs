@@ -301,7 +301,9 @@ impl MemberOf {
 
     /// The entries whose chain of nested groups changes ([`crate::groups::chain`]), with
     /// their new chains: those whose memberOf changes, the entries renamed, and every entry
-    /// whose chain holds one of them.
+    /// whose chain holds one of them. An entry whose memberOf changes is written anyway, so
+    /// its chain is written without comparing it to the stored one (a comparison keys
+    /// every value of both); any other entry only when its chain differs.
     fn new_chains(
         &self,
         applied: &AppliedWrite<'_>,
@@ -326,6 +328,10 @@ impl MemberOf {
                 continue;
             };
             let chain = view.chain(view.direct(id));
+            if member_of.contains_key(&id) {
+                out.insert(id, chain);
+                continue;
+            }
             let stored: Vec<Vec<u8>> = entry
                 .attrs()
                 .attribute(self.groups.transitive.ty)

@@ -46,7 +46,7 @@ pub mod sort;
 pub(crate) mod sync;
 mod walk;
 
-pub use planner::{plan, Candidates, Plan, MAX_DESCRIPTION_LEN};
+pub use planner::{plan, plan_compiled, Candidates, Plan, MAX_DESCRIPTION_LEN};
 pub use scope::{candidates_in_scope, in_scope, ScopeIter};
 
 pub use paged::{PagedSearches, MAX_PAGED_SEARCHES};

@@ -31,6 +31,7 @@
 use std::fmt;
 
 use larch_model::entry::split_description;
+use larch_model::filter::CompiledFilter;
 use larch_model::matching::{self, MatchingRule, IN_CHAIN_OID};
 use larch_model::schema::{AttributeType, ObjectClass, Schema};
 use larch_proto::limits::MAX_FILTER_DEPTH;
@@ -307,7 +308,32 @@ fn limit(mut text: String) -> String {
 /// The candidates contain every entry for which `filter` evaluates to TRUE under `schema`
 /// (which must be the schema the version's indexes were built with).
 pub fn plan(filter: Filter<'_>, version: &Version, schema: &Schema) -> Plan {
-    let ctx = Ctx { version, schema };
+    plan_with(filter, None, version, schema)
+}
+
+/// [`plan`], taking the groups of each in-chain assertion on a member attribute from
+/// `compiled` (the same filter, compiled and resolved against `version` by
+/// `crate::groups::chain::resolve_in_chain`) instead of resolving them again.
+pub fn plan_compiled(
+    filter: Filter<'_>,
+    compiled: &CompiledFilter,
+    version: &Version,
+    schema: &Schema,
+) -> Plan {
+    plan_with(filter, Some(compiled), version, schema)
+}
+
+fn plan_with(
+    filter: Filter<'_>,
+    resolved: Option<&CompiledFilter>,
+    version: &Version,
+    schema: &Schema,
+) -> Plan {
+    let ctx = Ctx {
+        version,
+        schema,
+        resolved,
+    };
     // Open lists, innermost last; the filter was validated, so at most MAX_FILTER_DEPTH.
     let mut stack: Vec<Frame<'_>> = Vec::with_capacity(8);
     let mut next = Some(filter);
@@ -363,6 +389,8 @@ pub fn plan(filter: Filter<'_>, version: &Version, schema: &Schema) -> Plan {
 struct Ctx<'v> {
     version: &'v Version,
     schema: &'v Schema,
+    /// The filter compiled, its in-chain assertions resolved.
+    resolved: Option<&'v CompiledFilter>,
 }
 
 impl Ctx<'_> {
@@ -434,10 +462,18 @@ impl Ctx<'_> {
         if !in_chain {
             return Part::scan();
         }
-        let (Some(t), Some(groups)) = (
-            m.description.and_then(|d| self.asserted_type(d)),
-            GroupSchema::new(self.schema),
-        ) else {
+        let Some(t) = m.description.and_then(|d| self.asserted_type(d)) else {
+            return Part::none();
+        };
+        let member = t.has_name("member") || t.has_name("uniqueMember");
+        if let Some(ids) = self
+            .resolved
+            .filter(|_| member)
+            .and_then(|f| f.in_chain_entries(m.value))
+        {
+            return Part::set(IdSet::from_sorted(ids), format!("in-chain({})", t.name()));
+        }
+        let Some(groups) = GroupSchema::new(self.schema) else {
             return Part::none();
         };
         let chain = groups.transitive;
@@ -450,7 +486,7 @@ impl Ctx<'_> {
                 index.equality(same_rule(ty.equality, chain.rule)?, m.value, keyer)
             });
         }
-        if t.has_name("member") || t.has_name("uniqueMember") {
+        if member {
             let ids = groups_of(self.version, chain, m.value);
             return Part::set(IdSet::from_sorted(&ids), format!("in-chain({})", t.name()));
         }

@@ -99,7 +99,7 @@ use super::scope::in_scope;
 use super::sort::{self, SortFailure, SortKeySpec, MAX_SORTED_ENTRIES};
 use super::sync::{self, PersistHandoff, SyncRefresh};
 use super::walk::{Candidates, Mode, Progress, SetSource, Source, Walker};
-use super::{plan, Candidates as Planned};
+use super::{plan_compiled, Candidates as Planned};
 use crate::acl::{AccessRules, EntryAccess, Privileges, Requester, Target, What};
 use crate::client::Client;
 use crate::controls::{RequestControls, ResponseControl};
@@ -424,7 +424,13 @@ fn prepare_search(
         check_assertion(v, id, request.assertion.as_ref(), &mut base_access)?;
         id
     };
-    let (mut candidates, indexed) = candidates(v, req, classes.referrals.as_ref(), page.continued.is_some());
+    let (mut candidates, indexed) = candidates(
+        v,
+        req,
+        &request.filter,
+        classes.referrals.as_ref(),
+        page.continued.is_some(),
+    );
     if let Some(delta) = sync.as_ref().and_then(|(s, _)| s.candidates()) {
         candidates = Some(delta);
     }
@@ -820,7 +826,7 @@ fn check_assertion(
             .needs_dn()
             .then(|| Dn::parse(v.dn(id).as_bytes()).ok())
             .flatten();
-        a.matches(e.attrs(), dn.as_ref(), schema, &mut scratch)
+        a.matches_entry(e.attrs(), id, dn.as_ref(), schema, &mut scratch)
     });
     if !ok {
         return Err(assertion_failed(&v.dn(id)).into());
@@ -834,13 +840,14 @@ fn check_assertion(
 fn candidates(
     v: &Version,
     req: &SearchRequest<'_>,
+    filter: &CompiledFilter,
     referrals: Option<&ClassSet>,
     continued: bool,
 ) -> (Option<IdSet>, bool) {
     if continued || req.scope == SearchScope::Base {
         return (None, true);
     }
-    let p = plan(req.filter, v, v.schema());
+    let p = plan_compiled(req.filter, filter, v, v.schema());
     let indexed = p.is_indexed();
     let Planned::Set(mut set) = p.into_candidates() else {
         return (None, indexed);
@@ -1218,7 +1225,7 @@ impl Run<'_> {
             let filter = s
                 .access
                 .filter_for(self.rules, &s.filter, &mut self.filters, v, id);
-            if filter.matches(entry.attrs(), dn.as_ref(), schema, &mut self.scratch)
+            if filter.matches_entry(entry.attrs(), id, dn.as_ref(), schema, &mut self.scratch)
                 && s.access.visible(self.rules, v, id)
             {
                 return Ok(Some(id));
@@ -1523,7 +1530,8 @@ impl WalkSearch {
             None
         };
         let filter = self.access.filter_for(rules, &self.filter, filters, v, id);
-        filter.matches(entry.attrs(), dn.as_ref(), v.schema(), scratch) && self.access.visible(rules, v, id)
+        filter.matches_entry(entry.attrs(), id, dn.as_ref(), v.schema(), scratch)
+            && self.access.visible(rules, v, id)
     }
 
     /// Appends entry `id` of `v` with a Sync State control: the requested attributes the

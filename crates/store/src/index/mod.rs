@@ -108,6 +108,70 @@ pub(crate) struct EntryKeys {
     pub(crate) ord: Vec<Vec<u8>>,
 }
 
+impl EntryKeys {
+    /// Each list sorted, each key once.
+    fn normalize(&mut self) {
+        self.eq.sort_unstable();
+        self.eq.dedup();
+        self.sub.sort_unstable();
+        self.sub.dedup();
+        self.ord.sort_unstable();
+        self.ord.dedup();
+    }
+
+    /// The keys of both (presence: either's).
+    fn union(&self, other: &EntryKeys) -> EntryKeys {
+        let mut out = EntryKeys {
+            present: self.present || other.present,
+            eq: [&self.eq[..], &other.eq[..]].concat(),
+            sub: [&self.sub[..], &other.sub[..]].concat(),
+            ord: [&self.ord[..], &other.ord[..]].concat(),
+        };
+        out.normalize();
+        out
+    }
+}
+
+/// The values of type `ty` in `entry`, sorted as octets.
+fn sorted_values(entry: StoredRef<'_>, ty: AttributeTypeId) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = entry.attribute(ty).flat_map(|a| a.values.iter()).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Values of one type before and after a change: in both, only before, only after.
+type ValueSplit<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>, Vec<&'a [u8]>);
+
+/// Two sorted lists of values split into those in both, those only in `was` and those only
+/// in `is` (each value counted as often as it appears).
+fn split_values<'a>(was: &[&'a [u8]], is: &[&'a [u8]]) -> ValueSplit<'a> {
+    let (mut kept, mut went, mut came) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (was.get(i), is.get(j)) {
+            (Some(a), Some(b)) if a == b => {
+                kept.push(*a);
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a < b => {
+                went.push(*a);
+                i += 1;
+            }
+            (Some(a), None) => {
+                went.push(*a);
+                i += 1;
+            }
+            (_, Some(b)) => {
+                came.push(*b);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    (kept, went, came)
+}
+
 /// How many keys each kind of index of one type holds (for monitoring; each count is
 /// kept by its structure, so reading them costs nothing).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,43 +216,95 @@ impl AttrIndex {
         keyer: &Keyer,
         scratch: &mut Vec<u8>,
     ) -> EntryKeys {
+        let mut present = false;
+        let values = entry.attribute(ty).flat_map(|a| {
+            present = true;
+            a.values.iter()
+        });
+        let mut out = AttrIndex::value_keys(kinds, ty, values, schema, keyer, scratch);
+        out.present = present;
+        out
+    }
+
+    /// The keys `values` (of type `ty`) have under these kinds, presence left false.
+    pub(crate) fn value_keys<'v>(
+        kinds: IndexKinds,
+        ty: AttributeTypeId,
+        values: impl Iterator<Item = &'v [u8]>,
+        schema: &Schema,
+        keyer: &Keyer,
+        scratch: &mut Vec<u8>,
+    ) -> EntryKeys {
         let mut out = EntryKeys::default();
         let Some(t) = schema.attribute_type_by_id(ty) else {
             return out;
         };
-        for a in entry.attribute(ty) {
-            out.present = true;
-            for v in a.values.iter() {
-                if kinds.equality {
-                    if let Some(rule) = t.equality {
-                        if rule_key(rule, v, scratch) {
-                            out.eq.push(keyer.key(scratch));
-                        }
+        for v in values {
+            if kinds.equality {
+                if let Some(rule) = t.equality {
+                    if rule_key(rule, v, scratch) {
+                        out.eq.push(keyer.key(scratch));
                     }
                 }
-                if kinds.substring {
-                    if let Some(rule) = t.substring {
-                        if rule_key(rule, v, scratch) {
-                            grams(scratch, true, true, keyer, &mut out.sub);
-                        }
+            }
+            if kinds.substring {
+                if let Some(rule) = t.substring {
+                    if rule_key(rule, v, scratch) {
+                        grams(scratch, true, true, keyer, &mut out.sub);
                     }
                 }
-                if kinds.ordering {
-                    if let Some(rule) = t.ordering {
-                        if rule_key(rule, v, scratch) && scratch.len() <= MAX_ORDERING_KEY {
-                            out.ord.push(scratch.clone());
-                        }
+            }
+            if kinds.ordering {
+                if let Some(rule) = t.ordering {
+                    if rule_key(rule, v, scratch) && scratch.len() <= MAX_ORDERING_KEY {
+                        out.ord.push(scratch.clone());
                     }
                 }
             }
         }
-        out.eq.sort_unstable();
-        out.eq.dedup();
-        out.sub.sort_unstable();
-        out.sub.dedup();
-        out.ord.sort_unstable();
-        out.ord.dedup();
+        out.normalize();
         out
+    }
+
+    /// Re-keys entry `id` whose values of `ty` went from `old` to `new`, working out the
+    /// keys of the values that changed and, only when some value went, of those that
+    /// stayed: adding one member to a group of a thousand keys one value, not two
+    /// thousand. Values are compared as octets (the same octets have the same keys); a key
+    /// of a value that went stays when a value that stayed or came has it too.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rekey(
+        &mut self,
+        id: EntryId,
+        kinds: IndexKinds,
+        ty: AttributeTypeId,
+        old: StoredRef<'_>,
+        new: StoredRef<'_>,
+        schema: &Schema,
+        keyer: &Keyer,
+        scratch: &mut Vec<u8>,
+    ) {
+        let (was, is) = (sorted_values(old, ty), sorted_values(new, ty));
+        let (kept, went, came) = split_values(&was, &is);
+        let mut keys =
+            |vs: &[&[u8]]| AttrIndex::value_keys(kinds, ty, vs.iter().copied(), schema, keyer, scratch);
+        let came_keys = keys(&came);
+        if went.is_empty() {
+            // Nothing went, so no key goes; the keys the entry already has are added again
+            // as no-ops.
+            let added = EntryKeys {
+                present: !is.is_empty() && was.is_empty(),
+                ..came_keys
+            };
+            self.add(id, &added);
+            return;
+        }
+        let kept_keys = keys(&kept);
+        let went_keys = keys(&went);
+        let mut before = kept_keys.union(&went_keys);
+        before.present = !was.is_empty();
+        let mut after = kept_keys.union(&came_keys);
+        after.present = !is.is_empty();
+        self.update(id, &before, &after);
     }
 
     /// Adds an entry's keys.
