@@ -145,6 +145,10 @@ pub fn write_duration(out: &mut Vec<u8>, nanos: u64) {
 
 /// Appends `v` in decimal.
 pub fn push_u64(out: &mut Vec<u8>, v: u64) {
+    if v < 10 {
+        out.push(b'0' + v as u8);
+        return;
+    }
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut v = v;
@@ -156,7 +160,13 @@ pub fn push_u64(out: &mut Vec<u8>, v: u64) {
             break;
         }
     }
-    out.extend_from_slice(&digits[at..]);
+    // Octet by octet: the numbers of a line are a few digits each, and a copy of a length
+    // known only here is a call to `memmove` that costs more than the digits (a third of
+    // the formatting time of a search's lines, measured with benches/accesslog.rs).
+    out.reserve(digits.len() - at);
+    for &d in &digits[at..] {
+        out.push(d);
+    }
 }
 
 /// Appends `v` in decimal, with a minus sign when negative.
