@@ -2,10 +2,14 @@
 context by default, `mail` where the operator lists it, refused with constraintViolation
 (19) on Add, Modify and Modify DN, inside the write transaction.
 
+Both servers also keep `employeeNumber` unique below one subtree only (`ou=numbered`): a
+`[[uniqueness.rule]]` of its own in Larch, a third `unique_uri` with that base in slapd.
+
 Against slapd the same tests run with its unique overlay configured alike
-(`unique_uri ldap:///?uid?sub` and `ldap:///?mail?sub`); what slapd 2.5 does differently
-is marked: its overlay checks before the write's transaction, so concurrent adds of one
-value can all pass.
+(`unique_uri ldap:///?uid?sub`, `ldap:///?mail?sub` and
+`ldap:///ou=numbered,<suffix>?employeeNumber?sub`); what slapd 2.5 does differently is
+marked: its overlay checks before the write's transaction, so concurrent adds of one value
+can all pass.
 """
 
 import shutil
@@ -19,9 +23,12 @@ import pytest
 import conftest
 from ldaputil import add_ok, assert_result, connect, ldif_entry, search_entries
 
-LARCH_TOML = '[uniqueness]\nattributes = ["uid", "mail"]\n'
+NUMBERED = f"ou=numbered,{conftest.BASE}"
+LARCH_TOML = ('[uniqueness]\nattributes = ["uid", "mail"]\n\n'
+              f'[[uniqueness.rule]]\nattributes = ["employeeNumber"]\nsubtrees = ["{NUMBERED}"]\n')
 SLAPD_GLOBAL = "moduleload unique"
-SLAPD_DB = "overlay unique\nunique_uri ldap:///?uid?sub\nunique_uri ldap:///?mail?sub"
+SLAPD_DB = ("overlay unique\nunique_uri ldap:///?uid?sub\nunique_uri ldap:///?mail?sub\n"
+            f"unique_uri ldap:///{NUMBERED}?employeeNumber?sub")
 CONSTRAINT_VIOLATION = 19
 
 
@@ -132,6 +139,27 @@ def test_concurrent_adds_of_one_uid_let_exactly_one_through(u, unique_server):
     res, entries = search_entries(conn, top, f"(uid={p}same)", attrs=["uid"])
     assert_result(res, "success")
     assert len(entries) == 1
+
+
+def test_a_rule_with_its_own_subtree_sits_beside_the_tree_wide_rules(u):
+    conn, top, p = u
+    add_ok(conn, NUMBERED, {"objectClass": ["organizationalUnit"], "ou": "numbered"})
+    add_ok(conn, f"uid={p}a,{NUMBERED}", person(f"{p}a", employeeNumber=f"{p}-1"))
+    # employeeNumber: unique below ou=numbered ...
+    assert not conn.add(f"uid={p}b,{NUMBERED}", attributes=person(f"{p}b", employeeNumber=f"{p}-1"))
+    refused(conn)
+    # ... and nowhere else: outside it two entries may share the number with the one inside.
+    add_ok(conn, f"uid={p}c,{top}", person(f"{p}c", employeeNumber=f"{p}-1"))
+    add_ok(conn, f"uid={p}d,{top}", person(f"{p}d", employeeNumber=f"{p}-1"))
+    # uid stays unique in the whole tree, in and out of the rule's subtree.
+    assert not conn.add(f"cn={p}x,{top}", attributes=person(f"{p}a", cn=f"{p}x"))
+    refused(conn)
+    assert not conn.add(f"cn={p}y,{NUMBERED}", attributes=person(f"{p}c", cn=f"{p}y"))
+    refused(conn)
+    # A Modify inside the subtree that takes the number is refused too.
+    add_ok(conn, f"uid={p}e,{NUMBERED}", person(f"{p}e"))
+    assert not conn.modify(f"uid={p}e,{NUMBERED}", {"employeeNumber": [(ldap3.MODIFY_ADD, [f"{p}-1"])]})
+    refused(conn)
 
 
 def test_ldapadd_reports_constraint_violation(u, unique_server):

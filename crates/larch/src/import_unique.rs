@@ -1,6 +1,6 @@
 //! The uniqueness report of `larch import`: an LDIF loads without the write hooks, so the
-//! values the uniqueness hook would have refused (two entries of one scope sharing a `uid`,
-//! by default) are found afterwards and reported, one line each; `--unique-strict` makes
+//! values the uniqueness hook would have refused (two entries of one scope of a rule sharing
+//! a `uid`, by default) are found afterwards and reported, one line each; `--unique-strict` makes
 //! them a refusal.
 
 use std::path::Path;
@@ -19,13 +19,12 @@ pub(crate) fn find_duplicates(
     schema: Arc<Schema>,
     settings: &UniquenessSettings,
 ) -> Result<Vec<Duplicate>, String> {
-    let attributes = settings.resolved_attributes(&schema).map_err(|e| e.to_string())?;
-    let scopes = settings.scopes(&schema).map_err(|e| e.to_string())?;
-    if attributes.is_empty() {
+    let rules = settings.rules(&schema).map_err(|e| e.to_string())?;
+    if rules.is_empty() {
         return Ok(Vec::new());
     }
     let (store, _) = open_with(dir, threads, schema)?;
-    with_store(&store, |s| Ok(duplicates(&s.current(), &attributes, &scopes)))
+    with_store(&store, |s| Ok(duplicates(&s.current(), &rules)))
 }
 
 /// The report line of `d`.

@@ -332,8 +332,11 @@ fn documented_example_parses_to_its_values() {
     assert_ne!(c.error_log.format, d.error_log.format);
     assert_ne!(c.error_log.level, d.error_log.level);
     assert!(c.groups.sync_member_uid && !d.groups.sync_member_uid);
-    assert_eq!(c.uniqueness.attributes, ["uid", "mail"]);
-    assert_eq!(c.uniqueness.subtrees, ["ou=people,dc=corp,dc=example"]);
+    assert_eq!(c.uniqueness.attributes, ["uid"]);
+    assert!(c.uniqueness.subtrees.is_empty());
+    assert_eq!(c.uniqueness.rules.len(), 1);
+    assert_eq!(c.uniqueness.rules[0].attributes, ["mail"]);
+    assert_eq!(c.uniqueness.rules[0].subtrees, ["ou=people,dc=corp,dc=example"]);
 
     let schema = Arc::new(c.schema().unwrap());
     let norm = c.normalized_suffixes(&schema).unwrap();
@@ -507,6 +510,14 @@ fn bad_values_are_refused_naming_the_key() {
         ("[uniqueness]\nattributes = [\"audio\"]", "uniqueness.attributes"),
         ("[uniqueness]\nsubtrees = [\"not a dn\"]", "uniqueness.subtrees"),
         ("[uniqueness]\nscope = \"sub\"", "uniqueness.scope"),
+        (
+            "[[uniqueness.rule]]\nattributes = [\"nosuch\"]",
+            "uniqueness.rule[0].attributes",
+        ),
+        (
+            "[[uniqueness.rule]]\nattributes = []",
+            "uniqueness.rule[0].attributes",
+        ),
     ] {
         refused(text, key);
     }
@@ -890,4 +901,48 @@ fn replication_tables_are_refused_naming_the_key() {
     ] {
         refused(&text, key);
     }
+}
+
+#[test]
+fn uniqueness_rules_are_read_and_their_errors_located() {
+    let text = "[uniqueness]\nattributes = [\"uid\"]\n\n[[uniqueness.rule]]\nattributes = [\"mail\"]\nsubtrees = [\"ou=people,dc=example,dc=com\"]\n\n[[uniqueness.rule]]\nattributes = [\"employeeNumber\", \"cn\"]\n";
+    let c = ServerConfig::from_toml_str(text).unwrap();
+    assert_eq!(c.uniqueness.attributes, ["uid"]);
+    assert_eq!(c.uniqueness.rules.len(), 2);
+    assert_eq!(c.uniqueness.rules[0].attributes, ["mail"]);
+    assert_eq!(c.uniqueness.rules[0].subtrees, ["ou=people,dc=example,dc=com"]);
+    assert_eq!(c.uniqueness.rules[1].attributes, ["employeeNumber", "cn"]);
+    assert!(c.uniqueness.rules[1].subtrees.is_empty());
+    let schema = c.schema().unwrap();
+    assert_eq!(c.uniqueness.rules(&schema).unwrap().len(), 3);
+    // Without the rule tables, the keys mean what they always did.
+    let c =
+        ServerConfig::from_toml_str("[uniqueness]\nsubtrees = [\"ou=people,dc=example,dc=com\"]\n").unwrap();
+    assert_eq!(c.uniqueness.attributes, ["uid"]);
+    assert!(c.uniqueness.rules.is_empty());
+
+    // An unknown key of a rule, by its path and position.
+    let msg = refused(
+        "[uniqueness]\nattributes = [\"uid\"]\n\n[[uniqueness.rule]]\nattributes = [\"mail\"]\n\n[[uniqueness.rule]]\nattributes = [\"cn\"]\nbase = \"dc=x\"\n",
+        "uniqueness.rule[1].base",
+    );
+    assert!(msg.starts_with("configuration:9:"), "{msg}");
+    // A rule without attributes.
+    let msg = refused(
+        "[[uniqueness.rule]]\nsubtrees = [\"dc=x\"]\n",
+        "uniqueness.rule[0]",
+    );
+    assert!(msg.contains("attributes"), "{msg}");
+    // A value the schema refuses: the rule's own key, at its line.
+    let msg = refused(
+        "[[uniqueness.rule]]\nattributes = [\"mail\"]\n\n[[uniqueness.rule]]\nattributes = [\"audio\"]\n",
+        "uniqueness.rule[1].attributes",
+    );
+    assert!(msg.starts_with("configuration:5:"), "{msg}");
+    assert!(msg.contains("no equality rule"), "{msg}");
+    let msg = refused(
+        "[[uniqueness.rule]]\nattributes = [\"mail\"]\nsubtrees = [\"not a dn\"]\n",
+        "uniqueness.rule[0].subtrees",
+    );
+    assert!(msg.starts_with("configuration:3:"), "{msg}");
 }

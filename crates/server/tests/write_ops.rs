@@ -1991,3 +1991,104 @@ fn a_hook_that_changes_a_second_entry_commits_both_or_neither() {
     );
     // `reopened` is dropped first (it removes the data directory), then `h`.
 }
+
+/// `uid` unique in the whole tree (the default rule), `mail` only below ou=people (a
+/// `[[uniqueness.rule]]`).
+const UNIQUE_RULES: &str = "[uniqueness]\nattributes = [\"uid\"]\n\n[[uniqueness.rule]]\nattributes = [\"mail\"]\nsubtrees = [\"ou=people,dc=example,dc=com\"]\n";
+
+/// Adds `uid=<uid>,<parent>` with `mail`.
+fn add_account(h: &Harness, uid: &str, parent: &str, mail: &str) -> Result<Vec<ResponseControl>, OpError> {
+    h.add(
+        &format!("uid={uid},{parent}"),
+        &[
+            ("objectClass", &["inetOrgPerson"]),
+            ("uid", &[uid]),
+            ("cn", &[uid]),
+            ("sn", &[uid]),
+            ("mail", &[mail]),
+        ],
+        &[],
+    )
+}
+
+fn add_ou(h: &Harness, ou: &str) {
+    h.add(
+        &format!("ou={ou},{BASE}"),
+        &[("objectClass", &["organizationalUnit"]), ("ou", &[ou])],
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn each_uniqueness_rule_keeps_its_own_attributes_within_its_own_subtrees() {
+    let h = Harness::with_config(&[], UNIQUE_RULES);
+    assert!(h.dir.hooks.names().contains(&"uniqueness"));
+    add_ou(&h, "people");
+    add_ou(&h, "apps");
+    let people = "ou=people,dc=example,dc=com";
+    let apps = "ou=apps,dc=example,dc=com";
+    add_account(&h, "alice", people, "a@example.com").unwrap();
+    // uid: unique in the whole tree.
+    let e = error(add_account(&h, "ALICE", apps, "other@example.com"));
+    assert_eq!(e.code, ResultCode::CONSTRAINT_VIOLATION, "{e}");
+    assert!(e.message.contains("uid"), "{e}");
+    // mail: unique below ou=people only; outside it, anyone may hold it, any number of times.
+    let e = error(add_account(&h, "bob", people, "A@example.com"));
+    assert_eq!(e.code, ResultCode::CONSTRAINT_VIOLATION, "{e}");
+    assert!(e.message.contains("mail") && e.message.contains(people), "{e}");
+    add_account(&h, "app1", apps, "a@example.com").unwrap();
+    add_account(&h, "app2", apps, "a@example.com").unwrap();
+    // A Modify and a Modify DN into ou=people meet the mail rule too.
+    add_account(&h, "carol", people, "c@example.com").unwrap();
+    let carol = format!("uid=carol,{people}");
+    assert_eq!(
+        code(h.modify(&carol, &[(ModifyOperation::Add, "mail", &["a@example.com"])], &[])),
+        ResultCode::CONSTRAINT_VIOLATION
+    );
+    assert_eq!(
+        code(h.modrdn(&format!("uid=app2,{apps}"), "uid=app2", true, Some(people), &[])),
+        ResultCode::CONSTRAINT_VIOLATION
+    );
+    h.modrdn(&format!("uid=app2,{apps}"), "uid=app3", true, None, &[])
+        .unwrap();
+}
+
+#[test]
+fn the_duplicate_report_follows_each_rule() {
+    use larch_server::uniqueness::duplicates::duplicates;
+    // Loaded without the uniqueness hook, as an import is.
+    let h = Harness::with_hooks(&[], UNIQUE_RULES, Some(WriteHooks::standard()));
+    add_ou(&h, "people");
+    add_ou(&h, "apps");
+    let people = "ou=people,dc=example,dc=com";
+    let apps = "ou=apps,dc=example,dc=com";
+    add_account(&h, "alice", people, "a@example.com").unwrap();
+    add_account(&h, "bob", people, "a@example.com").unwrap();
+    add_account(&h, "app1", apps, "x@example.com").unwrap();
+    add_account(&h, "app2", apps, "x@example.com").unwrap();
+    add_account(&h, "alice", apps, "y@example.com").unwrap();
+    let config = ServerConfig::from_toml_str(UNIQUE_RULES).unwrap();
+    let rules = config.uniqueness.rules(&h.dir.schema).unwrap();
+    let found = duplicates(&h.dir.store.current(), &rules);
+    let said: Vec<(String, String, String)> = found
+        .iter()
+        .map(|d| (d.attribute.clone(), d.value.clone(), d.again.clone()))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            (
+                "uid".to_string(),
+                "alice".to_string(),
+                format!("uid=alice,{apps}")
+            ),
+            (
+                "mail".to_string(),
+                "a@example.com".to_string(),
+                format!("uid=bob,{people}")
+            ),
+        ],
+        "{found:#?}"
+    );
+}

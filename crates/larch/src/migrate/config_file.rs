@@ -3,6 +3,7 @@
 //! defaults).
 
 use super::acl::Rule;
+use super::overlays::{UniqueRulePlan, UniquenessPlan};
 use super::plan::Plan;
 
 /// What the data step found that the file depends on.
@@ -129,7 +130,7 @@ pub fn render(plan: &Plan, facts: DataFacts, skip_rules: &[usize], skip_indexes:
     }
 
     t.push_str(&groups_table(plan));
-    t.push_str(&uniqueness_table(plan));
+    t.push_str(&uniqueness_table(plan.uniqueness.as_ref()));
 
     if let Some(path) = &plan.audit_log {
         t.push_str("[audit_log]\nenabled = true\n");
@@ -168,19 +169,31 @@ fn groups_table(plan: &Plan) -> String {
     t
 }
 
-/// `[uniqueness]`: the unique overlays' attributes and subtrees, or none where slapd had no
-/// unique overlay (Larch's default keeps `uid` unique).
-fn uniqueness_table(plan: &Plan) -> String {
+/// `[uniqueness]`: the unique overlays' rules, the first as the default rule and each
+/// other as a `[[uniqueness.rule]]` table, or none where slapd had no unique overlay
+/// (Larch's default keeps `uid` unique).
+fn uniqueness_table(uniqueness: Option<&UniquenessPlan>) -> String {
     let list = |items: &[String]| {
         let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
         format!("[{}]", quoted.join(", "))
     };
-    match &plan.uniqueness {
+    let keys = |t: &mut String, r: &UniqueRulePlan| {
+        t.push_str(&format!("attributes = {}\n", list(&r.attributes)));
+        if !r.subtrees.is_empty() {
+            t.push_str(&format!("subtrees = {}\n", list(&r.subtrees)));
+        }
+    };
+    match uniqueness.map(|u| u.rules.as_slice()) {
         None => "[uniqueness]\n# slapd had no unique overlay.\nattributes = []\n\n".to_string(),
-        Some(u) => {
-            let mut t = format!("[uniqueness]\nattributes = {}\n", list(&u.attributes));
-            if !u.subtrees.is_empty() {
-                t.push_str(&format!("subtrees = {}\n", list(&u.subtrees)));
+        Some([]) => {
+            "[uniqueness]\n# slapd's unique overlay named no attribute.\nattributes = []\n\n".to_string()
+        }
+        Some([first, others @ ..]) => {
+            let mut t = "[uniqueness]\n".to_string();
+            keys(&mut t, first);
+            for r in others {
+                t.push_str("\n[[uniqueness.rule]]\n");
+                keys(&mut t, r);
             }
             t.push('\n');
             t
@@ -226,4 +239,37 @@ fn access_rule(r: &Rule) -> String {
     }
     t.push_str("]\n\n");
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use larch_server::config::{ServerConfig, UniqueRuleSettings};
+
+    #[test]
+    fn unique_rules_after_the_first_are_rule_tables_the_server_reads() {
+        let rule = |attributes: &[&str], subtrees: &[&str]| UniqueRulePlan {
+            attributes: attributes.iter().map(|s| s.to_string()).collect(),
+            subtrees: subtrees.iter().map(|s| s.to_string()).collect(),
+        };
+        let plan = UniquenessPlan {
+            rules: vec![
+                rule(&["uid"], &[]),
+                rule(&["mail"], &["ou=people,dc=example,dc=com"]),
+            ],
+        };
+        let text = uniqueness_table(Some(&plan));
+        let c = ServerConfig::from_toml_str(&text).unwrap();
+        assert_eq!(c.uniqueness.attributes, ["uid"]);
+        assert!(c.uniqueness.subtrees.is_empty());
+        assert_eq!(
+            c.uniqueness.rules,
+            [UniqueRuleSettings {
+                attributes: vec!["mail".into()],
+                subtrees: vec!["ou=people,dc=example,dc=com".into()],
+            }]
+        );
+        let off = ServerConfig::from_toml_str(&uniqueness_table(None)).unwrap();
+        assert!(off.uniqueness.attributes.is_empty() && off.uniqueness.rules.is_empty());
+    }
 }

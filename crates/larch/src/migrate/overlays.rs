@@ -23,17 +23,26 @@ pub struct OverlayPlan {
     pub log_databases: Vec<String>,
     /// `[groups]`.
     pub groups: GroupsPlan,
-    /// `[uniqueness]`: the attributes and subtrees of the unique overlays' `unique_uri`s
-    /// (none: slapd kept nothing unique, and the migrated configuration says so).
+    /// `[uniqueness]`: the unique overlays' `unique_uri`s, one rule each (none: slapd kept
+    /// nothing unique, and the migrated configuration says so).
     pub uniqueness: Option<UniquenessPlan>,
 }
 
-/// `[uniqueness]` as slapd's unique overlays ask for it.
+/// `[uniqueness]` as slapd's unique overlays ask for it: one rule per `unique_uri`, in the
+/// order written (the first becomes `[uniqueness]`'s default rule, the others
+/// `[[uniqueness.rule]]` tables).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct UniquenessPlan {
-    /// `uniqueness.attributes`.
+    /// The rules.
+    pub rules: Vec<UniqueRulePlan>,
+}
+
+/// One rule of [`UniquenessPlan`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct UniqueRulePlan {
+    /// Its attributes.
     pub attributes: Vec<String>,
-    /// `uniqueness.subtrees` (empty: every naming context).
+    /// Its subtrees (empty: every naming context).
     pub subtrees: Vec<String>,
 }
 
@@ -220,12 +229,14 @@ fn refint_fate(o: &Overlay) -> (Fate, String) {
     }
 }
 
-/// What becomes of a unique overlay: its `unique_uri`s (`[ignore|strict] ldap:///BASE?ATTRS?SCOPE?FILTER`)
-/// and older `unique_attributes`/`unique_base` give `[uniqueness]`'s attributes and subtrees.
-/// Larch's uniqueness holds one set of subtrees for every attribute and takes no filter,
+/// What becomes of a unique overlay: each of its `unique_uri`s (`[ignore|strict]
+/// ldap:///BASE?ATTRS?SCOPE?FILTER`) gives a rule of `[uniqueness]` of its own, with its
+/// attributes and its base as the rule's subtree (slapd checks each URI on its own too);
+/// the older `unique_attributes`/`unique_base` give one rule together. Larch takes no filter,
 /// and slapd's `ignore` (empty values allowed) has no equivalent: changed in meaning then.
 fn unique_fate(o: &Overlay, plan: &mut UniquenessPlan) -> (Fate, String) {
     let mut changed = Vec::new();
+    let mut legacy = UniqueRulePlan::default();
     for d in &o.directives {
         match d.name.as_str() {
             "unique_uri" => {
@@ -242,32 +253,49 @@ fn unique_fate(o: &Overlay, plan: &mut UniquenessPlan) -> (Fate, String) {
                     if parts.next().is_some_and(|f| !f.is_empty()) {
                         changed.push(format!("the filter of {uri}"));
                     }
-                    if !base.is_empty() && !plan.subtrees.iter().any(|s| s.eq_ignore_ascii_case(base)) {
-                        plan.subtrees.push(base.to_string());
+                    let mut rule = UniqueRulePlan::default();
+                    if !base.is_empty() {
+                        rule.subtrees.push(base.to_string());
                     }
                     for a in attrs.split(',').filter(|a| !a.is_empty()) {
-                        if !plan.attributes.iter().any(|x| x.eq_ignore_ascii_case(a)) {
-                            plan.attributes.push(a.to_string());
+                        if !rule.attributes.iter().any(|x| x.eq_ignore_ascii_case(a)) {
+                            rule.attributes.push(a.to_string());
                         }
+                    }
+                    if rule.attributes.is_empty() {
+                        changed.push(format!("{uri}, which names no attribute"));
+                    } else {
+                        plan.rules.push(rule);
                     }
                 }
                 if d.args.first().is_some_and(|a| a == "ignore") {
                     changed.push("`ignore` (Larch checks empty values too)".into());
                 }
             }
-            "unique_attributes" => plan.attributes.extend(d.args.iter().cloned()),
-            "unique_base" => plan.subtrees.extend(d.args.iter().cloned()),
+            "unique_attributes" => legacy.attributes.extend(d.args.iter().cloned()),
+            "unique_base" => legacy.subtrees.extend(d.args.iter().cloned()),
             _ => {}
         }
     }
+    if !legacy.attributes.is_empty() {
+        plan.rules.push(legacy);
+    } else if !legacy.subtrees.is_empty() {
+        changed.push("`unique_base` without `unique_attributes`".into());
+    }
+    let rules: Vec<String> = plan
+        .rules
+        .iter()
+        .map(|r| {
+            if r.subtrees.is_empty() {
+                format!("{:?}", r.attributes)
+            } else {
+                format!("{:?} below {:?}", r.attributes, r.subtrees)
+            }
+        })
+        .collect();
     let larch = format!(
-        "[uniqueness] attributes = {:?}{}: refused with constraintViolation inside the write transaction",
-        plan.attributes,
-        if plan.subtrees.is_empty() {
-            String::new()
-        } else {
-            format!(", subtrees = {:?}", plan.subtrees)
-        }
+        "[uniqueness] rules {}: refused with constraintViolation inside the write transaction",
+        rules.join(", ")
     );
     if changed.is_empty() {
         (Fate::Carried, larch)
@@ -357,6 +385,38 @@ mod tests {
         assert!(plan.groups.member_of && plan.groups.referential_integrity);
         assert_eq!(plan.groups.empty_group_member.as_deref(), Some("cn=nobody"));
         assert_eq!(report.count(Fate::Changed), 2);
+        assert_eq!(report.count(Fate::Dropped), 0);
+    }
+
+    #[test]
+    fn each_unique_uri_is_a_rule_of_its_own() {
+        let mut plan = OverlayPlan::default();
+        let mut report = Report::default();
+        map(
+            &[overlay(
+                "unique",
+                &[
+                    ("unique_uri", "ldap:///?uid?sub"),
+                    ("unique_uri", "ldap:///ou=people,dc=example,dc=com?mail,MAIL?sub"),
+                ],
+            )],
+            &mut plan,
+            &mut report,
+        );
+        let rule = |attributes: &[&str], subtrees: &[&str]| UniqueRulePlan {
+            attributes: attributes.iter().map(|s| s.to_string()).collect(),
+            subtrees: subtrees.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(
+            plan.uniqueness,
+            Some(UniquenessPlan {
+                rules: vec![
+                    rule(&["uid"], &[]),
+                    rule(&["mail"], &["ou=people,dc=example,dc=com"]),
+                ]
+            })
+        );
+        assert_eq!(report.count(Fate::Changed), 0);
         assert_eq!(report.count(Fate::Dropped), 0);
     }
 }

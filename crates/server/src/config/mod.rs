@@ -87,7 +87,7 @@ pub use sasl::{ExternalMap, MapSegment, SaslMechanisms, SaslSettings};
 pub use security::{RequireTls, SecuritySettings};
 pub use sync_provider::{SyncProviderSettings, DEFAULT_SESSION_LOG, MAX_SESSION_LOG};
 pub use tls::{ClientCertificates, TlsSettings};
-pub use uniqueness::{UniquenessSettings, MAX_UNIQUE_LIST};
+pub use uniqueness::{UniqueRuleSettings, UniquenessSettings, MAX_UNIQUE_LIST};
 
 use raw::{RawConfig, RawDuration};
 

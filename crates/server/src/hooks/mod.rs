@@ -30,7 +30,7 @@
 //! | --- | --- | --- | --- |
 //! | operational attributes | `opattrs.rs` | createTimestamp, creatorsName, entryUUID, entryCSN, structuralObjectClass (Add); modifyTimestamp, modifiersName, entryCSN (Modify, Modify DN, Password Modify); the attributes logged with a delete (entryUUID, entryCSN, modifiersName, modifyTimestamp) | none |
 //! | password policy (`password_policy.enabled`) | `ppolicy.rs` | a password change's rules (quality and length, history, minimum age, safe modify, user change allowed; the history and minimum age against the entry as the transaction holds it) and the state it records (pwdChangedTime, pwdHistory, pwdReset; failures, lock, delay, pwdLastSuccess and grace logins cleared) | none |
-//! | uniqueness (`[uniqueness]`) | `unique.rs` | refuses (`constraintViolation`) an Add, Modify or Modify DN that gives a unique attribute a value another entry of the same subtree holds | none |
+//! | uniqueness (`[uniqueness]`) | `unique.rs` | refuses (`constraintViolation`) an Add, Modify or Modify DN that gives a unique attribute a value another entry of the same subtree (of one `[uniqueness]` rule) holds | none |
 //! | referential integrity (`groups.referential_integrity`) | `refint.rs` | none | a deleted entry's DN out of every member value; a renamed subtree's DNs renamed in them |
 //! | memberUid (`groups.sync_member_uid`) | `member_uid.rs` | a POSIX group's `memberUid` and `member` (or `uniqueMember`) in step with each other (Add, Modify of the group) | the `memberUid` of the groups listing an entry added, renamed, deleted or whose `uid` changed; the members of the groups whose `memberUid` names a `uid` an entry gained |
 //! | memberOf (`groups.member_of`) | `member_of.rs` | a new entry's memberOf and transitiveMemberOf: the groups already listing it, and their chain | the memberOf of the entry written (from the groups listing it after the hooks before) and of the entries a group added, changed, renamed or deleted lists; the transitiveMemberOf of those, of renamed entries, and of every entry whose chain holds one of them |
@@ -269,14 +269,14 @@ impl WriteHooks {
     }
 
     /// The table `config` turns on over `schema`: the operational attributes, then
-    /// uniqueness where it lists attributes, then referential integrity, memberUid and
+    /// uniqueness where a rule lists attributes, then referential integrity, memberUid and
     /// memberOf where on (and where the schema has what they need: `memberOf`, and
     /// `member` or `uniqueMember`; for memberUid also `posixGroup`, `memberUid`, `uid`). Refused when `[uniqueness]` names what `schema` lacks.
     pub fn configured(config: &ServerConfig, schema: &Schema) -> Result<WriteHooks, ConfigError> {
         let mut hooks: Vec<Arc<dyn WriteHook>> = vec![Arc::new(OperationalAttributes)];
-        let unique = config.uniqueness.resolved_attributes(schema)?;
+        let unique = config.uniqueness.rules(schema)?;
         if !unique.is_empty() {
-            hooks.push(Arc::new(Unique::new(unique, config.uniqueness.scopes(schema)?)));
+            hooks.push(Arc::new(Unique::new(unique)));
         }
         let settings = &config.groups;
         if let Some(groups) = GroupSchema::new(schema) {

@@ -1,6 +1,8 @@
 //! The uniqueness hook: no two entries of one scope (a configured subtree, or a naming
 //! context) share a value of a unique attribute (`uid` by default), as OpenLDAP's unique
-//! overlay and 389 DS's attribute uniqueness plugin refuse it.
+//! overlay and 389 DS's attribute uniqueness plugin refuse it. Each rule of `[uniqueness]`
+//! (its attributes, its scopes; one `olcUniqueURI` each in OpenLDAP) is checked on its own,
+//! in order, and the first refusal is the write's.
 //!
 //! | write | values checked |
 //! | --- | --- |
@@ -24,11 +26,17 @@ use larch_store::{EntryId, Version};
 use super::{HookContext, NewState, PendingWrite, WriteHook};
 use crate::acl::{EntryAccess, Privileges, Target, What};
 use crate::error::OpError;
-use crate::uniqueness::{holder, Scopes, UniqueAttribute};
+use crate::uniqueness::{holder, Scopes, UniqueAttribute, UniqueRule};
 
 /// The uniqueness hook.
 #[derive(Debug, Clone)]
 pub struct Unique {
+    rules: Vec<Rule>,
+}
+
+/// One rule: its attributes, unique within each of its scopes.
+#[derive(Debug, Clone)]
+struct Rule {
     attributes: Vec<UniqueAttribute>,
     scopes: Scopes,
 }
@@ -42,11 +50,20 @@ struct Checked<'a> {
 }
 
 impl Unique {
-    /// The hook over `attributes`, unique within each of `scopes`.
-    pub fn new(attributes: Vec<UniqueAttribute>, scopes: Scopes) -> Unique {
-        Unique { attributes, scopes }
+    /// The hook over `rules`, each checked on its own.
+    pub fn new(rules: Vec<UniqueRule>) -> Unique {
+        let rules = rules
+            .into_iter()
+            .map(|r| Rule {
+                attributes: r.attributes,
+                scopes: r.scopes,
+            })
+            .collect();
+        Unique { rules }
     }
+}
 
+impl Rule {
     /// Every value of `entry`'s unique attributes.
     fn all_values(&self, entry: &Entry) -> Vec<(UniqueAttribute, Vec<Vec<u8>>)> {
         self.attributes
@@ -156,6 +173,28 @@ impl Unique {
         }
         Ok(())
     }
+
+    /// The checks of `write` under this rule.
+    fn check(&self, write: &PendingWrite, version: &Version, ctx: &HookContext<'_>) -> Result<(), OpError> {
+        match &write.state {
+            NewState::Add { entry, .. } => {
+                let checked = Checked {
+                    dn: &entry.norm_dn,
+                    values: self.all_values(entry),
+                };
+                self.refuse_taken(version, &checked, &|_| false, ctx)
+            }
+            NewState::Modify { id, entry } => {
+                let checked = Checked {
+                    dn: &entry.norm_dn,
+                    values: self.added_values(entry, version, *id),
+                };
+                self.refuse_taken(version, &checked, &|other| other == *id, ctx)
+            }
+            NewState::Rename { id, entry, .. } => self.check_rename(version, *id, entry, ctx),
+            NewState::Delete { .. } => Ok(()),
+        }
+    }
 }
 
 /// `dn` (within `old_root`) once `old_root` is renamed to `new_root`.
@@ -208,24 +247,10 @@ impl WriteHook for Unique {
         version: &Version,
         ctx: &HookContext<'_>,
     ) -> Result<(), OpError> {
-        match &write.state {
-            NewState::Add { entry, .. } => {
-                let checked = Checked {
-                    dn: &entry.norm_dn,
-                    values: self.all_values(entry),
-                };
-                self.refuse_taken(version, &checked, &|_| false, ctx)
-            }
-            NewState::Modify { id, entry } => {
-                let checked = Checked {
-                    dn: &entry.norm_dn,
-                    values: self.added_values(entry, version, *id),
-                };
-                self.refuse_taken(version, &checked, &|other| other == *id, ctx)
-            }
-            NewState::Rename { id, entry, .. } => self.check_rename(version, *id, entry, ctx),
-            NewState::Delete { .. } => Ok(()),
+        for rule in &self.rules {
+            rule.check(write, version, ctx)?;
         }
+        Ok(())
     }
 }
 

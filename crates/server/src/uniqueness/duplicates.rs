@@ -2,14 +2,14 @@
 //! an LDIF without the write hooks and reports what the uniqueness hook would have
 //! refused).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use larch_store::{EntryId, Version};
 
-use super::{Scopes, UniqueAttribute};
+use super::{Scopes, UniqueAttribute, UniqueRule};
 
 /// A value two entries of one scope share.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Duplicate {
     /// The attribute.
     pub attribute: String,
@@ -23,9 +23,25 @@ pub struct Duplicate {
     pub again: String,
 }
 
-/// Every value of `attributes` held by more than one entry of a scope of `scopes` in
-/// `version`: one [`Duplicate`] per entry after the first, scopes in name order.
-pub fn duplicates(version: &Version, attributes: &[UniqueAttribute], scopes: &Scopes) -> Vec<Duplicate> {
+/// Every value held by more than one entry of a scope of a rule of `rules` in `version`:
+/// one [`Duplicate`] per entry after the first, rule by rule, each rule's scopes in name
+/// order. A duplicate two rules both find (two rules over one attribute and scope) is
+/// reported once.
+pub fn duplicates(version: &Version, rules: &[UniqueRule]) -> Vec<Duplicate> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for rule in rules {
+        for d in in_rule(version, &rule.attributes, &rule.scopes) {
+            if seen.insert(d.clone()) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// The duplicates of `attributes` within each of `scopes`, scopes in name order.
+fn in_rule(version: &Version, attributes: &[UniqueAttribute], scopes: &Scopes) -> Vec<Duplicate> {
     let mut roots: Vec<EntryId> = match scopes {
         Scopes::NamingContexts => version.naming_contexts().iter().collect(),
         Scopes::Subtrees(subtrees) => subtrees.iter().filter_map(|s| version.find(s)).collect(),

@@ -1,6 +1,8 @@
 //! Attribute uniqueness as the write hook and the import see it: which subtrees a name
 //! belongs to, and which other entry of a subtree already holds a value.
 //!
+//! - A *rule* is a set of unique attributes with its scopes (`[uniqueness]`'s default
+//!   rule and each `[[uniqueness.rule]]`); rules are checked one by one.
 //! - A *scope* is a subtree inside which no two entries may share a value of a unique
 //!   attribute: each configured subtree, or, with none configured, each naming context.
 //!   Scopes are checked one by one (389 DS's `uniqueness-subtrees`): the same value in two
@@ -46,6 +48,15 @@ impl UniqueAttribute {
     pub fn holds_key(&self, attrs: StoredRef<'_>, key: &[u8]) -> bool {
         self.values(attrs).any(|v| self.key(v).as_deref() == Some(key))
     }
+}
+
+/// Attributes unique within scopes: one rule of `[uniqueness]`, resolved in a schema.
+#[derive(Debug, Clone)]
+pub struct UniqueRule {
+    /// The attributes (at least one).
+    pub attributes: Vec<UniqueAttribute>,
+    /// Where their values must be unique.
+    pub scopes: Scopes,
 }
 
 /// Where values must be unique.
