@@ -311,7 +311,8 @@ impl Formatter {
         let uuid = self.stamps.uuid;
         match before {
             Some(before) => {
-                let changed: Vec<AttributeTypeId> = attrs::differences(before, after)
+                let differences = attrs::differences(before, after);
+                let changed: Vec<AttributeTypeId> = differences
                     .iter()
                     .filter_map(|d| match d {
                         Difference::Set(a) => Some(a.ty),
@@ -319,7 +320,7 @@ impl Formatter {
                     })
                     .collect();
                 self.comments(b, after, |ty| Some(ty) == uuid || changed.contains(&ty));
-                attrs::modifications(&self.schema, before, after)
+                attrs::modifications_of(&self.schema, &differences)
             }
             None => {
                 self.comments(b, after, |ty| Some(ty) == uuid);
