@@ -34,6 +34,7 @@ use larch_server::ops::{
     apply_add, apply_delete, apply_modify, apply_modify_dn, prepare_add, prepare_delete, prepare_modify,
     prepare_modify_dn, PreparedAdd, PreparedDelete, PreparedModify, PreparedModifyDn, WriteContext,
 };
+use larch_store::feed::MAX_FEED_BATCHES;
 use larch_store::ldif::{LdifChange, LdifModOp, LdifReader, LdifRecord};
 use larch_store::storage::{FsStorage, Storage};
 use larch_store::wal::SyncPolicy;
@@ -946,6 +947,63 @@ fn a_log_left_behind_by_a_snapshot_notes_the_changes_it_skipped() {
         "{text}"
     );
     records(&text);
+    store.close(false).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn changes_read_back_from_the_log_after_live_ones_are_exact_differences() {
+    let (store, dir) = plain_store("audit-catch-up", 64 << 20);
+    let gate = Arc::new(Gate::default());
+    gate.hold();
+    let first = store.current().lsn();
+    let log = start(
+        &store,
+        &dir.join("audit"),
+        Arc::new(GatedStorage(Arc::clone(&gate))),
+    );
+    // The log's thread waits at its first write: the first MAX_FEED_BATCHES batches (one
+    // write each) reach it with the entries' states, the rest only from the log, so the
+    // modifies at the end need previous states it did not follow when it wrote the adds.
+    wait_for("the first write", || gate.waiting.load(Ordering::SeqCst));
+    let adds = MAX_FEED_BATCHES + 20;
+    for i in 0..adds {
+        put(&store, person(i, "x"));
+    }
+    for i in 0..10 {
+        put(&store, person(i, "y"));
+    }
+    let end = store.current().lsn();
+    gate.release();
+    wait_for("the log to catch up", || log.last_lsn() == end);
+    // And live again, on an entry changed in both parts.
+    put(&store, person(0, "z"));
+    let end = store.current().lsn();
+    let text = closed_text(&log);
+    let stats = log.stats();
+    assert_eq!(
+        (stats.records_written, stats.changes_skipped),
+        (end - first, 0),
+        "{stats:?}"
+    );
+    assert_eq!(lsns(&text), (first + 1..=end).collect::<Vec<_>>());
+    assert!(!text.contains("previous state unknown"), "{text}");
+    let records = records(&text);
+    let modifies: Vec<&LdifRecord> = records.iter().filter(|r| kind(r) == "modify").collect();
+    assert_eq!(modifies.len(), 11);
+    for (i, r) in modifies.iter().enumerate() {
+        let (dn, value) = if i < 10 {
+            (format!("cn=p{i},dc=example,dc=com"), "y")
+        } else {
+            ("cn=p0,dc=example,dc=com".to_string(), "z")
+        };
+        assert_eq!(record_dn(r), dn);
+        assert_eq!(
+            shown_mods(r),
+            BTreeSet::from([format!("replace description {value}")]),
+            "{text}"
+        );
+    }
     store.close(false).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

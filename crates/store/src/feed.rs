@@ -11,7 +11,9 @@
 //!    changes after `n`, those up to `P` read from the log segments first (step 5).
 //! 2. The writer, when it starts a batch, loads the number of subscribers (one atomic load).
 //!    When there are some, each change's decoded form (the [`Change`] the transaction built
-//!    and encoded anyway) is kept beside its payload; when there are none, nothing is kept.
+//!    and encoded anyway) is kept beside its payload, with the entry's records before and
+//!    after the change ([`EntryStates`]: reference counts on the records the versions
+//!    hold); when there are none, nothing is kept.
 //! 3. After publishing the batch's version, and before reporting the jobs' results, the
 //!    writer hands the batch (one `Arc`, shared by every subscriber) to each slot, under the
 //!    slot's lock: if `behind` is set it skips the slot; if the queue has room it pushes the
@@ -59,8 +61,10 @@
 //!
 //! # Costs
 //!
-//! - With subscribers, the writer keeps the decoded changes it built anyway (no copy),
-//!   allocates one `Vec` and one `Arc` per batch, and takes each slot's lock once per batch.
+//! - With subscribers, the writer keeps the decoded changes it built anyway (no copy) and
+//!   the records before and after each (two reference counts; a delete's describing
+//!   attributes, a few values, are copied), allocates one `Vec` and one `Arc` per batch, and
+//!   takes each slot's lock once per batch.
 //! - A catch-up runs on the subscriber's thread: it reads the segment holding `next` whole
 //!   (up to [`crate::wal::SEGMENT_SIZE_LIMIT`], 64 MiB) and each later one, verifying every
 //!   record's CRC, and decodes the records it delivers.
@@ -73,6 +77,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use larch_model::entry::StoredEntry;
+
+use crate::record::EntryRecord;
 use crate::storage::Storage;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
@@ -112,6 +119,26 @@ pub struct CommittedChange {
     /// The change, as logged: the DN and the entry's stored attributes after the change (a
     /// delete's are the attributes the server gave to describe it).
     pub change: Change,
+    /// The entry's stored states around the change, as the writer had them in hand, for a
+    /// change the writer handed over; `None` for one read from the log (which holds only
+    /// `change`). A subscriber that needs attributes by type reads them here without going
+    /// through the schema, and a modify's previous state without looking it up.
+    pub states: Option<EntryStates>,
+}
+
+/// The stored states of the entry a change touched ([`CommittedChange::states`]): the
+/// records the versions before and after the change hold (shared, not copied: an
+/// [`EntryRecord`] is a reference count), and a delete's describing attributes as the
+/// caller handed them to [`crate::WriteTxn::delete_with`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EntryStates {
+    /// The entry just before the change (a modify, rename or delete).
+    pub before: Option<EntryRecord>,
+    /// The entry just after the change (an add, modify or rename).
+    pub after: Option<EntryRecord>,
+    /// The attributes that describe a delete (empty for a delete without them; `None` for
+    /// other changes).
+    pub described: Option<StoredEntry>,
 }
 
 /// Consecutive committed changes, in commit order, never empty. A live batch is one of the
@@ -309,7 +336,13 @@ impl FeedHub {
     /// Step 3, on the writer thread after a batch was published: `kept` holds the batch's
     /// changes (LSNs from `first_lsn`) when it started with subscribers, or nothing, and
     /// `ends` which of them end a write. Leaves `kept` empty.
-    pub(crate) fn deliver(&self, first_lsn: Lsn, logged: usize, kept: &mut Vec<Change>, ends: &[bool]) {
+    pub(crate) fn deliver(
+        &self,
+        first_lsn: Lsn,
+        logged: usize,
+        kept: &mut Vec<(Change, EntryStates)>,
+        ends: &[bool],
+    ) {
         if !self.has_subscribers() {
             kept.clear();
             return;
@@ -320,10 +353,11 @@ impl FeedHub {
                     .drain(..)
                     .zip(first_lsn..)
                     .zip(ends.iter().copied().chain(std::iter::repeat(true)))
-                    .map(|((change, lsn), ends_write)| CommittedChange {
+                    .map(|(((change, states), lsn), ends_write)| CommittedChange {
                         lsn,
                         ends_write,
                         change,
+                        states: Some(states),
                     })
                     .collect(),
                 from_log: false,
@@ -625,6 +659,7 @@ impl FeedSubscription {
                             lsn: record.lsn,
                             ends_write: !record.continues,
                             change,
+                            states: None,
                         });
                         in_unit = record.continues;
                         self.next += 1;

@@ -79,7 +79,7 @@ pub use backup::{BackupError, BackupOptions, BackupReport};
 #[cfg(not(loom))]
 pub use error::StoreError;
 #[cfg(not(loom))]
-pub use feed::{CommittedBatch, CommittedChange, FeedError, FeedStart, FeedSubscription};
+pub use feed::{CommittedBatch, CommittedChange, EntryStates, FeedError, FeedStart, FeedSubscription};
 #[cfg(not(loom))]
 pub use health::{StoreEvent, StoreHealth, WriteHalt};
 #[cfg(not(loom))]

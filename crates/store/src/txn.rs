@@ -22,7 +22,8 @@ use larch_model::dn::{Dn, NormDn};
 use larch_model::entry::{StoredEntry, StoredRef};
 
 use crate::error::StoreError;
-use crate::record::EntryId;
+use crate::feed::EntryStates;
+use crate::record::{EntryId, EntryRecord};
 use crate::version::{rdn_parts, Lookup, Version};
 use crate::wal::record::Change;
 use crate::wal::{LogRecord, MAX_RECORD_PAYLOAD};
@@ -34,9 +35,11 @@ pub struct WriteTxn<'a> {
     /// as one commit unit).
     pub(crate) log: &'a mut Vec<LogRecord>,
     pub(crate) scratch: &'a mut Vec<u8>,
-    /// The changes themselves, one per payload, kept only when the change feed has
-    /// subscribers (`keep_changes`); otherwise each is dropped once encoded, as it always was.
-    pub(crate) changes: &'a mut Vec<Change>,
+    /// The changes themselves, one per payload, with the entry's records before and after
+    /// (reference counts on the records the versions hold), kept only when the change feed
+    /// has subscribers (`keep_changes`); otherwise each is dropped once encoded, as it
+    /// always was.
+    pub(crate) changes: &'a mut Vec<(Change, EntryStates)>,
     pub(crate) keep_changes: bool,
 }
 
@@ -83,11 +86,34 @@ impl WriteTxn<'_> {
         !self.log.is_empty()
     }
 
-    /// Logs one applied change: its payload for the log, the change itself for the feed.
-    fn logged(&mut self, record: Vec<u8>, change: Change) {
+    /// Logs one applied change: its payload for the log, the change itself and the
+    /// entry's states for the feed. `before` is the entry's record before the change;
+    /// the record after is the one the version now holds at `id` (`None`: deleted).
+    fn logged(
+        &mut self,
+        record: Vec<u8>,
+        change: Change,
+        id: EntryId,
+        before: Option<EntryRecord>,
+        described: Option<&StoredEntry>,
+    ) {
         self.log.push(LogRecord::single(record));
         if self.keep_changes {
-            self.changes.push(change);
+            let states = EntryStates {
+                before,
+                after: self.version.entries.get(id).cloned(),
+                described: described.cloned(),
+            };
+            self.changes.push((change, states));
+        }
+    }
+
+    /// The record of entry `id` as it is now, when the feed keeps the entries' states.
+    fn record_before(&self, id: EntryId) -> Option<EntryRecord> {
+        if self.keep_changes {
+            self.version.entries.get(id).cloned()
+        } else {
+            None
         }
     }
 
@@ -120,7 +146,7 @@ impl WriteTxn<'_> {
         let id = self
             .version
             .add(parent, &rdn, &norm_rdn, attrs.as_ref(), self.scratch)?;
-        self.logged(record, change);
+        self.logged(record, change, id, None, None);
         Ok(id)
     }
 
@@ -130,8 +156,9 @@ impl WriteTxn<'_> {
             dn: self.version.dn(id),
             attributes_ber: attrs.to_attributes_ber(self.version.schema()),
         })?;
+        let before = self.record_before(id);
         self.version.replace(id, attrs.as_ref(), self.scratch)?;
-        self.logged(record, change);
+        self.logged(record, change, id, before, None);
         Ok(())
     }
 
@@ -142,8 +169,9 @@ impl WriteTxn<'_> {
             dn: self.version.dn(id),
             attributes_ber: Vec::new(),
         };
+        let before = self.record_before(id);
         self.version.delete(id, self.scratch)?;
-        self.logged(change.to_vec(), change);
+        self.logged(change.to_vec(), change, id, before, Some(&StoredEntry::default()));
         Ok(())
     }
 
@@ -157,8 +185,9 @@ impl WriteTxn<'_> {
             dn: self.version.dn(id),
             attributes_ber: attrs.to_attributes_ber(self.version.schema()),
         })?;
+        let before = self.record_before(id);
         self.version.delete(id, self.scratch)?;
-        self.logged(record, change);
+        self.logged(record, change, id, before, Some(attrs));
         Ok(())
     }
 
@@ -181,9 +210,10 @@ impl WriteTxn<'_> {
             new_dn: new_dn.to_string(),
             attributes_ber: attrs.to_attributes_ber(self.version.schema()),
         })?;
+        let before = self.record_before(id);
         self.version
             .rename(id, parent, &rdn, &norm_rdn, attrs.as_ref(), self.scratch)?;
-        self.logged(record, change);
+        self.logged(record, change, id, before, None);
         Ok(())
     }
 }

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::StoreError;
-use crate::feed::FeedHub;
+use crate::feed::{EntryStates, FeedHub};
 use crate::health::{Health, WriteHalt};
 use crate::stats::StoreStats;
 use crate::txn::WriteTxn;
@@ -78,8 +78,9 @@ pub(crate) fn run(
     let mut current = cell.load();
     let mut failed: Option<Arc<WriteHalt>> = None;
     let mut log: Vec<LogRecord> = Vec::new();
-    // The batch's changes for the feed, kept only while it has subscribers.
-    let mut kept: Vec<Change> = Vec::new();
+    // The batch's changes and the entries' states for the feed, kept only while it has
+    // subscribers.
+    let mut kept: Vec<(Change, EntryStates)> = Vec::new();
     let mut scratch: Vec<u8> = Vec::with_capacity(1024);
     loop {
         let first = match jobs.recv() {

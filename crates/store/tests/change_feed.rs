@@ -15,7 +15,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use larch_model::dn::NormDn;
-use larch_model::entry::{Entry, Options};
+use larch_model::entry::{Entry, Options, StoredEntry};
 use larch_store::feed::{MAX_CATCH_UP_CHANGES, MAX_FEED_BATCHES};
 use larch_store::storage::FsStorage;
 use larch_store::wal::record::Change;
@@ -188,9 +188,47 @@ fn log_of(dir: &Path) -> Vec<CommittedChange> {
                 lsn: r.lsn,
                 ends_write: !r.continues,
                 change: Change::decode(&r.payload).unwrap(),
+                states: None,
             }
         })
         .collect()
+}
+
+/// A change the writer handed over carries the entry's records before and after it, as the
+/// change says (the attributes after are the logged ones); one read from the log none.
+fn check_states(c: &CommittedChange, from_log: bool) {
+    let Some(states) = &c.states else {
+        assert!(from_log, "a live change without states: {c:?}");
+        return;
+    };
+    assert!(!from_log, "a change read from the log with states: {c:?}");
+    let (before, after, described) = match &c.change {
+        Change::Add { .. } => (false, true, false),
+        Change::Modify { .. } | Change::ModifyDn { .. } => (true, true, false),
+        Change::Delete { .. } => (true, false, true),
+    };
+    assert_eq!(states.before.is_some(), before, "{c:?}");
+    assert_eq!(states.after.is_some(), after, "{c:?}");
+    assert_eq!(states.described.is_some(), described, "{c:?}");
+    let schema = schema();
+    let logged = match &c.change {
+        Change::Add { attributes_ber, .. }
+        | Change::Modify { attributes_ber, .. }
+        | Change::ModifyDn { attributes_ber, .. }
+        | Change::Delete { attributes_ber, .. } => attributes_ber,
+    };
+    let stored = match (&states.after, &states.described) {
+        (Some(after), _) => StoredEntry::from_bytes(after.attrs().as_bytes().into()).unwrap(),
+        (None, Some(described)) => described.clone(),
+        (None, None) => unreachable!(),
+    };
+    if !logged.is_empty() {
+        assert_eq!(
+            StoredEntry::from_attributes_ber(logged, &schema).unwrap(),
+            stored,
+            "{c:?}"
+        );
+    }
 }
 
 /// A subscriber that checks every batch: LSNs consecutive from where it started, each
@@ -223,7 +261,12 @@ impl Follower {
             assert_eq!(c.lsn, self.last + 1, "LSNs not consecutive inside a batch");
             apply(&mut self.state, &c.change);
             self.last = c.lsn;
-            self.changes.push(c.clone());
+            check_states(c, batch.from_log());
+            // The log holds no states: compared with it without them.
+            self.changes.push(CommittedChange {
+                states: None,
+                ..c.clone()
+            });
         }
         assert_eq!(batch.last_lsn(), self.last);
         assert_eq!(self.sub.last_lsn(), self.last);

@@ -72,6 +72,19 @@ pub(crate) enum Difference<'a> {
     Gone(StoredAttribute<'a>),
 }
 
+/// The stored order of two attributes: by type, then options. Nearly every attribute has
+/// no options, so they are compared as strings only when one has some (a string
+/// comparison is a call to `memcmp`, which showed in profiles of the audit log's thread).
+fn order(x: &StoredAttribute<'_>, y: &StoredAttribute<'_>) -> std::cmp::Ordering {
+    x.ty.cmp(&y.ty).then_with(|| {
+        if x.options.is_empty() && y.options.is_empty() {
+            std::cmp::Ordering::Equal
+        } else {
+            x.options.cmp(y.options)
+        }
+    })
+}
+
 /// Every attribute whose values differ between `before` and `after` (both are sorted by
 /// type and options, so this is one merge of the two lists).
 pub(crate) fn differences<'a>(before: StoredRef<'a>, after: StoredRef<'a>) -> Vec<Difference<'a>> {
@@ -83,7 +96,7 @@ pub(crate) fn differences<'a>(before: StoredRef<'a>, after: StoredRef<'a>) -> Ve
             (None, None) => break,
             (Some(_), None) => std::cmp::Ordering::Less,
             (None, Some(_)) => std::cmp::Ordering::Greater,
-            (Some(x), Some(y)) => (x.ty, x.options).cmp(&(y.ty, y.options)),
+            (Some(x), Some(y)) => order(x, y),
         };
         match order {
             std::cmp::Ordering::Less => out.extend(b.next().map(Difference::Gone)),
@@ -108,17 +121,22 @@ pub(crate) fn modifications(
     before: StoredRef<'_>,
     after: StoredRef<'_>,
 ) -> Vec<LdifModification> {
-    differences(before, after)
-        .into_iter()
+    modifications_of(schema, &differences(before, after))
+}
+
+/// [`modifications`] from the differences already found.
+pub(crate) fn modifications_of(schema: &Schema, differences: &[Difference<'_>]) -> Vec<LdifModification> {
+    differences
+        .iter()
         .filter_map(|d| match d {
             Difference::Set(a) if is_writable(schema, a.ty) => Some(LdifModification {
                 op: LdifModOp::Replace,
-                attribute: description(schema, &a),
+                attribute: description(schema, a),
                 values: a.values.iter().map(<[u8]>::to_vec).collect(),
             }),
             Difference::Gone(a) if is_writable(schema, a.ty) => Some(LdifModification {
                 op: LdifModOp::Delete,
-                attribute: description(schema, &a),
+                attribute: description(schema, a),
                 values: Vec::new(),
             }),
             _ => None,

@@ -11,9 +11,14 @@
 //!    with its LSN. The writer never waits for the log: a log that falls behind reads the
 //!    write-ahead log's segments, and one that falls behind a snapshot that removed them
 //!    notes the changes it skipped (`writer`).
-//! 2. The log holds each entry's attributes *after* the change; a modify record is the
-//!    difference from the entry's previous state, which the thread looks up in a version
-//!    of the directory it keeps up to date cheaply (`previous`).
+//! 2. A modify record is the difference from the entry's previous state. The feed hands
+//!    each change the store's writer delivered over with the entry's stored records before
+//!    and after it ([`larch_store::EntryStates`]), so the thread reads both by attribute
+//!    type, with no schema lookup and no decoding. A change the feed reads back from the
+//!    write-ahead log (the thread fell behind) holds only the attributes after it, by name:
+//!    its previous state comes from a version of the directory the thread keeps, brought
+//!    up to date with the changes since only when such a change comes (`previous`,
+//!    `writer`).
 //! 3. Each change becomes text (`record`; renames in `modrdn`, attributes in `attrs`), and
 //!    each batch of changes is appended to the file in one write (the access log's
 //!    [`crate::accesslog::file::LogFile`]: rotation by size and age, retention, reopening

@@ -127,6 +127,20 @@ impl Formatter {
         b.end();
     }
 
+    /// The attributes a change's log record holds, decoded (`None` when they do not decode).
+    pub(crate) fn attributes(&self, change: &Change) -> Option<StoredEntry> {
+        let ber = match change {
+            Change::Add { attributes_ber, .. }
+            | Change::Modify { attributes_ber, .. }
+            | Change::ModifyDn { attributes_ber, .. }
+            | Change::Delete { attributes_ber, .. } => attributes_ber,
+        };
+        if ber.is_empty() {
+            return Some(StoredEntry::default());
+        }
+        attrs::decode(ber, &self.schema).ok()
+    }
+
     /// Appends the block(s) of one committed change to `out`; `before` is the entry's
     /// state just before the change when known (a modify, rename or delete). Returns the
     /// entry's attributes after the change (an add, modify or rename), decoded, or `None`
@@ -163,7 +177,30 @@ impl Formatter {
                 return None;
             }
         };
-        let after = attributes.as_ref();
+        self.stored(out, lsn, change, before, attributes.as_ref());
+        match change {
+            Change::Delete { .. } => None,
+            _ => Some(attributes),
+        }
+    }
+
+    /// Appends the block(s) of one committed change to `out` from the entry's stored
+    /// states: `before` just before the change when known (a modify, rename or delete),
+    /// `after` the attributes the log holds with it (after an add, modify or rename; a
+    /// delete's describing attributes). What [`Formatter::change`] writes once it decoded
+    /// the logged attributes, and what the writer calls with the states the change feed
+    /// hands over, with no attribute read through the schema by name.
+    pub(crate) fn stored(
+        &self,
+        out: &mut Vec<u8>,
+        lsn: Lsn,
+        change: &Change,
+        before: Option<StoredRef<'_>>,
+        after: StoredRef<'_>,
+    ) {
+        let mut b = Block {
+            w: LdifWriter::new(out),
+        };
         match change {
             Change::Add { dn, .. } => {
                 self.header(&mut b, lsn, after);
@@ -229,10 +266,8 @@ impl Formatter {
                 }
                 b.record(dn, LdifChange::Delete);
                 b.end();
-                return None;
             }
         }
-        Some(attributes)
     }
 
     /// `lsn`, `csn`, `modifiersName`, `time`.
@@ -276,7 +311,8 @@ impl Formatter {
         let uuid = self.stamps.uuid;
         match before {
             Some(before) => {
-                let changed: Vec<AttributeTypeId> = attrs::differences(before, after)
+                let differences = attrs::differences(before, after);
+                let changed: Vec<AttributeTypeId> = differences
                     .iter()
                     .filter_map(|d| match d {
                         Difference::Set(a) => Some(a.ty),
@@ -284,7 +320,7 @@ impl Formatter {
                     })
                     .collect();
                 self.comments(b, after, |ty| Some(ty) == uuid || changed.contains(&ty));
-                attrs::modifications(&self.schema, before, after)
+                attrs::modifications_of(&self.schema, &differences)
             }
             None => {
                 self.comments(b, after, |ty| Some(ty) == uuid);

@@ -6,14 +6,17 @@
 //! 1. reopen the file when SIGHUP asked for it; stop once every change up to the LSN
 //!    `close` asked for is handled;
 //! 2. wait up to [`POLL`] for a batch; write each change not yet handled (LSN above the
-//!    last one) into a buffer, looking up the entry's previous state and then recording
-//!    its new one; append the buffer to the file;
+//!    last one) into a buffer: from the entry's states the feed handed over with it (the
+//!    batch is kept for `previous`, which does not follow it yet), or, for a change read
+//!    from the log, after bringing `previous` up to date with those kept batches, from its
+//!    logged attributes and the previous state `previous` gives, then recording its new
+//!    one there; append the buffer to the file;
 //! 3. when the store's current version is exactly at the last change handled, take it as
-//!    the new base of the previous states (cheap: an `Arc`); when the states tracked on top
-//!    of the base grew too large and that moment does not come, subscribe again from the
-//!    current version `V` (a second subscription, read from then on only after the first
-//!    reached `V`'s LSN), and switch to it, and to `V` as base, once the last change
-//!    handled is `V`'s;
+//!    the new base of the previous states (cheap: an `Arc`), dropping the kept batches;
+//!    when the states tracked or kept on top of the base grew too large and that moment
+//!    does not come, subscribe again from the current version `V` (a second
+//!    subscription, read from then on only after the first reached `V`'s LSN), and switch
+//!    to it, and to `V` as base, once the last change handled is `V`'s;
 //! 4. when the feed fails ([`FeedError::SnapshotNeeded`]: the log segments this
 //!    subscription needed are gone; or a damaged log), subscribe again from the current
 //!    version: the changes in between are not in the audit log; a comment says which
@@ -30,12 +33,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use larch_model::dn::NormDn;
+use larch_model::entry::StoredEntry;
 use larch_model::schema::Schema;
 use larch_store::wal::record::Change;
 use larch_store::wal::Lsn;
-use larch_store::{CommittedBatch, FeedError, FeedSubscription, Store, StoreReader, Version};
+use larch_store::{
+    CommittedBatch, CommittedChange, EntryRecord, FeedError, FeedSubscription, Store, StoreReader, Version,
+};
 
-use super::previous::Previous;
+use super::previous::{Previous, MAX_TRACKED_BYTES, MAX_TRACKED_ENTRIES};
 use super::record::Formatter;
 use crate::accesslog::file::LogFile;
 use crate::opattrs::time::generalized_time;
@@ -93,6 +100,15 @@ pub(crate) struct Writer {
     shared: Arc<Shared>,
     sub: FeedSubscription,
     previous: Previous,
+    /// The LSN up to which `previous` follows the changes (its base's, or the last change
+    /// written from the log's form).
+    tracked: Lsn,
+    /// The batches holding the changes written from their states since `tracked`, which
+    /// `previous` has not followed (see [`Writer::catch_up_previous`]), how many changes
+    /// and about how many octets they hold.
+    deferred: Vec<Arc<CommittedBatch>>,
+    deferred_changes: usize,
+    deferred_bytes: usize,
     /// The LSN of the last change handled (written or skipped).
     handled: Lsn,
     /// A newer subscription and its starting version, waiting for `handled` to reach it.
@@ -122,7 +138,11 @@ impl Writer {
             shared,
             sub,
             handled: base.lsn(),
+            tracked: base.lsn(),
             previous: Previous::new(base),
+            deferred: Vec::new(),
+            deferred_changes: 0,
+            deferred_bytes: 0,
             next: None,
             buf: Vec::new(),
             buf_lsns: None,
@@ -182,7 +202,8 @@ impl Writer {
     }
 
     /// Step 2 for one batch.
-    fn batch(&mut self, batch: &CommittedBatch) {
+    fn batch(&mut self, batch: &Arc<CommittedBatch>) {
+        let mut kept = false;
         for c in batch.changes() {
             if c.lsn <= self.handled {
                 continue;
@@ -195,9 +216,89 @@ impl Writer {
                     "the change feed did not deliver them",
                 );
             }
-            self.write(c.lsn, &c.change);
+            if self.write_states(c) {
+                if !kept {
+                    self.deferred.push(Arc::clone(batch));
+                    kept = true;
+                }
+                self.deferred_changes += 1;
+                self.deferred_bytes += logged_size(&c.change);
+            } else {
+                self.catch_up_previous();
+                self.write(c.lsn, &c.change);
+                self.tracked = c.lsn;
+            }
+            self.handled = c.lsn;
+            self.buf_lsns = Some(match self.buf_lsns {
+                Some((first, _)) => (first, c.lsn),
+                None => (c.lsn, c.lsn),
+            });
+            self.shared.handled.store(c.lsn, Ordering::Release);
             self.switch_if_due();
         }
+    }
+
+    /// Formats a change from the entry's states the feed handed over with it (a change
+    /// the store's writer delivered), without the schema and without `previous`. False
+    /// when the change came without them (read from the log while catching up).
+    fn write_states(&mut self, c: &CommittedChange) -> bool {
+        let Some(states) = &c.states else {
+            return false;
+        };
+        let after = match (&c.change, &states.after, &states.described) {
+            (Change::Delete { .. }, _, Some(described)) => described.as_ref(),
+            (Change::Delete { .. }, _, None) => return false,
+            (_, Some(after), _) => after.attrs(),
+            (_, None, _) => return false,
+        };
+        let before = match &c.change {
+            Change::Add { .. } => None,
+            _ => states.before.as_ref().map(EntryRecord::attrs),
+        };
+        self.format.stored(&mut self.buf, c.lsn, &c.change, before, after);
+        true
+    }
+
+    /// Brings `previous` up to the last change handled: the changes written from their
+    /// states since `tracked` are followed now, from their logged form, as [`Writer::write`]
+    /// follows one. Needed only before a change read from the log (the feed's catch-up,
+    /// after this thread fell [`larch_store::feed::MAX_FEED_BATCHES`] batches behind), whose
+    /// previous state `previous` must give; the steady path never comes here.
+    fn catch_up_previous(&mut self) {
+        let deferred = std::mem::take(&mut self.deferred);
+        for batch in &deferred {
+            for c in batch.changes() {
+                if c.lsn > self.tracked && c.lsn <= self.handled {
+                    let norm = self.format.normalize(c.change.dn());
+                    let after = match &c.change {
+                        Change::Delete { .. } => None,
+                        _ => self.format.attributes(&c.change),
+                    };
+                    self.follow(&c.change, norm, after);
+                    self.tracked = c.lsn;
+                }
+            }
+        }
+        self.deferred_changes = 0;
+        self.deferred_bytes = 0;
+    }
+
+    /// Takes `version` (at the LSN of the last change handled) as the base of the
+    /// previous states: nothing deferred remains.
+    fn rebase(&mut self, version: Arc<Version>) {
+        self.tracked = version.lsn();
+        self.previous.rebase(version);
+        self.deferred.clear();
+        self.deferred_changes = 0;
+        self.deferred_bytes = 0;
+    }
+
+    /// True when the states tracked or deferred on top of the base should be dropped for
+    /// a newer version.
+    fn tracking_is_large(&self) -> bool {
+        self.previous.is_large()
+            || self.deferred_changes > MAX_TRACKED_ENTRIES
+            || self.deferred_bytes > MAX_TRACKED_BYTES
     }
 
     /// Step 3's switch to the newer subscription, once the last change handled is its
@@ -210,13 +311,14 @@ impl Writer {
             self.next = None;
         } else if at == self.handled {
             if let Some((version, sub)) = self.next.take() {
-                self.previous.rebase(version);
+                self.rebase(version);
                 self.sub = sub;
             }
         }
     }
 
-    /// Formats one change into the buffer and records the entry's new state.
+    /// Formats one change from its logged form into the buffer, its previous state from
+    /// `previous`, and records the entry's new state there.
     fn write(&mut self, lsn: Lsn, change: &Change) {
         let norm = self.format.normalize(change.dn());
         let before = match change {
@@ -224,6 +326,12 @@ impl Writer {
             _ => norm.as_ref().and_then(|n| self.previous.get(n)),
         };
         let after = self.format.change(&mut self.buf, lsn, change, before);
+        self.follow(change, norm, after);
+    }
+
+    /// Records in `previous` the entry's state after `change` (`after`: its attributes,
+    /// `None` for a delete or when they did not decode).
+    fn follow(&mut self, change: &Change, norm: Option<NormDn>, after: Option<StoredEntry>) {
         match (change, norm, after) {
             (Change::Add { .. } | Change::Modify { .. }, Some(n), Some(a)) => self.previous.set(n, a),
             (Change::Delete { .. }, Some(n), _) => self.previous.remove(&n),
@@ -233,12 +341,6 @@ impl Writer {
             },
             _ => self.previous.lose_track(),
         }
-        self.handled = lsn;
-        self.buf_lsns = Some(match self.buf_lsns {
-            Some((first, _)) => (first, lsn),
-            None => (lsn, lsn),
-        });
-        self.shared.handled.store(lsn, Ordering::Release);
     }
 
     /// Notes that the changes `first..=last` are not in the log (step 4).
@@ -273,7 +375,7 @@ impl Writer {
             match self.store.subscribe_at_current() {
                 Ok((version, sub)) => {
                     self.skip(self.handled + 1, version.lsn(), &why);
-                    self.previous.rebase(version);
+                    self.rebase(version);
                     self.sub = sub;
                     self.next = None;
                     return true;
@@ -301,17 +403,20 @@ impl Writer {
         }
         let current = Arc::clone(self.reader.current());
         if current.lsn() == self.handled {
-            if current.lsn() != self.previous.base_lsn() || !self.previous.is_clean() {
-                self.previous.rebase(current);
+            if current.lsn() != self.previous.base_lsn()
+                || !self.previous.is_clean()
+                || !self.deferred.is_empty()
+            {
+                self.rebase(current);
             }
             return;
         }
-        if !self.previous.is_large() {
+        if !self.tracking_is_large() {
             return;
         }
         match self.store.subscribe_at_current() {
             Ok((version, sub)) if version.lsn() == self.handled => {
-                self.previous.rebase(version);
+                self.rebase(version);
                 self.sub = sub;
             }
             Ok(next) => self.next = Some(next),
@@ -385,5 +490,20 @@ impl Writer {
                 }
             }
         }
+    }
+}
+
+/// About the octets a change deferred for `previous` holds (its logged form; the records
+/// it shares with the store are not counted).
+fn logged_size(change: &Change) -> usize {
+    match change {
+        Change::Add { dn, attributes_ber }
+        | Change::Modify { dn, attributes_ber }
+        | Change::Delete { dn, attributes_ber } => dn.len() + attributes_ber.len(),
+        Change::ModifyDn {
+            dn,
+            new_dn,
+            attributes_ber,
+        } => dn.len() + new_dn.len() + attributes_ber.len(),
     }
 }
