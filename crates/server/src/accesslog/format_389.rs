@@ -568,7 +568,7 @@ fn push_hex_pair(out: &mut Vec<u8>, b: u8) {
 
 /// Appends the RFC 4515 text of `filter` as a field: written once, straight into `out`,
 /// and left there when `plain` accepts every octet of it (the common case); otherwise
-/// moved aside and written again through `escape`, the format's field escaping.
+/// written again through `escape`, the format's field escaping, without allocating.
 pub(super) fn push_filter(
     out: &mut Vec<u8>,
     filter: &Filter<'_>,
@@ -577,12 +577,25 @@ pub(super) fn push_filter(
 ) {
     let start = out.len();
     filter.write_text(out);
+    let end = out.len();
     if out[start..].iter().all(|&b| plain(b)) {
         return;
     }
-    let text = out[start..].to_vec();
-    out.truncate(start);
-    escape(out, &text);
+    // Escaped after the text, a stack buffer at a time (no allocation per line), then the
+    // text removed from in front of its escaped form.
+    let mut chunk = [0u8; 64];
+    let mut at = start;
+    while at < end {
+        let mut n = (end - at).min(chunk.len());
+        // The text is UTF-8: a piece never ends inside a character.
+        while at + n < end && out[at + n] & 0xc0 == 0x80 {
+            n -= 1;
+        }
+        chunk[..n].copy_from_slice(&out[at..at + n]);
+        escape(out, &chunk[..n]);
+        at += n;
+    }
+    out.drain(start..end);
 }
 
 #[cfg(test)]
@@ -596,6 +609,28 @@ mod tests {
     use super::*;
     use crate::accesslog::event::CloseReason;
     use crate::accesslog::test_events::{op, pdu, T0};
+
+    #[test]
+    fn a_filter_to_escape_is_escaped_as_its_whole_text_would_be() {
+        // Longer than the stack piece, with two-octet characters across its edges.
+        let long = format!("(cn={}\"x\u{1}{}é)", "é".repeat(40), "ü".repeat(30));
+        let mut b = larch_proto::FilterBuilder::new();
+        b.equality(b"cn", long.as_bytes());
+        let f = b.finish().unwrap();
+        let mut text = Vec::new();
+        f.as_filter().write_text(&mut text);
+        let mut expected = b"prefix ".to_vec();
+        push_field(&mut expected, &text, Field::Quoted);
+        let mut out = b"prefix ".to_vec();
+        push_filter(
+            &mut out,
+            &f.as_filter(),
+            |b| b.is_ascii() && !Field::Quoted.escapes(b),
+            |out, text| push_field(out, text, Field::Quoted),
+        );
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));
+        assert!(out.windows(3).any(|w| w == b"\\22"));
+    }
 
     const AT: &str = "[22/Nov/2026:10:00:00.123456789 +0000]";
     /// T0 + 261 234 ns, when the operations below finish.
