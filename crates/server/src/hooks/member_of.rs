@@ -9,7 +9,7 @@
 //! | Modify of a group (members, or its classes) | entries no longer listed lose the group, newly listed ones gain it (compared by entry, so a respelled value changes nothing) |
 //! | Modify DN of a group, or of an entry above groups | each listed entry's value for the group takes the new DN |
 //! | Modify DN of any entry (its subtree included) | its `memberOf`: the groups that list its new name |
-//! | Modify of any entry | its `memberOf`: the groups that list it after the write (the memberUid hook may have added it to groups whose `memberUid` holds a `uid` it gained) |
+//! | Modify of an entry's `uid`, with memberUid kept in step | its `memberOf`: the groups that list it after the write (the memberUid hook may have added it to groups whose `memberUid` holds a `uid` it gained) |
 //! | Delete of a group (a subtree delete included) | each listed entry that remains loses the group |
 //!
 //! A member's own rename or delete changes the groups' values, which is referential
@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use larch_model::entry::Options;
 use larch_model::entry::StoredRef;
+use larch_model::schema::AttributeTypeId;
 use larch_store::{EntryId, Version, WriteTxn};
 
 use super::{stored_entry, AppliedWrite, HookContext, NewState, PendingWrite, WriteHook, WriteKind};
@@ -40,6 +41,10 @@ use crate::opattrs::stamp_modified;
 #[derive(Debug, Clone)]
 pub struct MemberOf {
     groups: GroupSchema,
+    /// `uid`, when the memberUid hook (before this one) makes groups list an entry whose
+    /// `uid` a Modify changes: only then does such a Modify change the entry's own
+    /// `memberOf`, so only then are its groups looked up again.
+    relisting: Option<AttributeTypeId>,
 }
 
 /// A change to one entry's `memberOf`.
@@ -54,9 +59,9 @@ enum Edit {
 }
 
 impl MemberOf {
-    /// The hook over `groups`.
-    pub fn new(groups: GroupSchema) -> MemberOf {
-        MemberOf { groups }
+    /// The hook over `groups`; `relisting` is `uid` when memberUid is kept in step.
+    pub fn new(groups: GroupSchema, relisting: Option<AttributeTypeId>) -> MemberOf {
+        MemberOf { groups, relisting }
     }
 
     /// The edits a write makes to the entries its groups list, by entry.
@@ -78,7 +83,9 @@ impl MemberOf {
                 let (Some(old), Some(new)) = (before.entry(*id), after.entry(*id)) else {
                     return edits;
                 };
-                push(*id, self.listed_by(after, *id));
+                if self.relisted(old.attrs(), new.attrs()) {
+                    push(*id, self.listed_by(after, *id));
+                }
                 for (member, edit) in
                     self.modify_edits(before, old.attrs(), after, new.attrs(), after.dn(*id))
                 {
@@ -121,6 +128,16 @@ impl MemberOf {
     fn listed_by(&self, after: &Version, id: EntryId) -> Edit {
         let listing = self.groups.groups_listing(after, &after.dn(id));
         Edit::Exactly(listing.iter().map(|g| after.dn(*g)).collect())
+    }
+
+    /// Whether a Modify of `old` into `new` may have made other groups list the entry:
+    /// its `uid` changed while memberUid is kept in step.
+    fn relisted(&self, old: StoredRef<'_>, new: StoredRef<'_>) -> bool {
+        self.relisting.is_some_and(|uid| {
+            let was = old.attribute(uid).flat_map(|a| a.values.iter());
+            let is = new.attribute(uid).flat_map(|a| a.values.iter());
+            !was.eq(is)
+        })
     }
 
     /// The edits a Modify of entry `old` (in `before`) into `new` (in `after`) makes. When

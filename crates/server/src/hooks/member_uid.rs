@@ -19,6 +19,7 @@
 //! from the groups that list it once this hook is done.
 
 use larch_model::entry::{Entry, Options};
+use larch_model::schema::AttributeTypeId;
 use larch_model::schema::Schema;
 use larch_store::{EntryId, Version, WriteTxn};
 
@@ -48,6 +49,11 @@ impl MemberUid {
     /// The hook over `groups`, when `schema` has `posixGroup`, `memberUid` and `uid`.
     pub fn new(groups: GroupSchema, schema: &Schema) -> Option<MemberUid> {
         PosixGroups::new(groups, schema).map(|posix| MemberUid { posix })
+    }
+
+    /// The attribute whose change makes this hook list an entry in other groups: `uid`.
+    pub fn uid(&self) -> AttributeTypeId {
+        self.posix.uid.ty
     }
 
     /// Amends a new or changed group `entry` (entry `old` of `version` before, if any).

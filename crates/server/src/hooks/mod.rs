@@ -286,13 +286,15 @@ impl WriteHooks {
                     settings.empty_group_member.clone(),
                 )));
             }
+            let mut relisting = None;
             if settings.sync_member_uid {
                 if let Some(hook) = MemberUid::new(groups.clone(), schema) {
+                    relisting = Some(hook.uid());
                     hooks.push(Arc::new(hook));
                 }
             }
             if settings.member_of {
-                hooks.push(Arc::new(MemberOf::new(groups)));
+                hooks.push(Arc::new(MemberOf::new(groups, relisting)));
             }
         }
         Ok(WriteHooks::new(hooks))
