@@ -4,6 +4,7 @@
 use crate::ber::{tag, Reader, Writer};
 use crate::controls::Control;
 use crate::error::{DecodeError, DecodeErrorKind, Result};
+use crate::filter::FilterCheck;
 use crate::limits::MAX_MESSAGE_ID;
 use crate::ops::*;
 use crate::result::LdapResult;
@@ -149,7 +150,7 @@ impl<'a> ProtocolOp<'a> {
         )
     }
 
-    fn decode(t: u8, c: &'a [u8]) -> Result<Self> {
+    fn decode(t: u8, c: &'a [u8], filters: FilterCheck) -> Result<Self> {
         use op_tag::*;
         Ok(match t {
             BIND_REQUEST => ProtocolOp::BindRequest(BindRequest::decode_contents(c)?),
@@ -160,7 +161,7 @@ impl<'a> ProtocolOp<'a> {
                 }
                 ProtocolOp::UnbindRequest
             }
-            SEARCH_REQUEST => ProtocolOp::SearchRequest(SearchRequest::decode_contents(c)?),
+            SEARCH_REQUEST => ProtocolOp::SearchRequest(SearchRequest::decode_contents_with(c, filters)?),
             SEARCH_RESULT_ENTRY => ProtocolOp::SearchResultEntry(SearchResultEntry::decode_contents(c)?),
             SEARCH_RESULT_DONE => {
                 ProtocolOp::SearchResultDone(LdapResult::decode_contents(c, "SearchResultDone")?)
@@ -277,6 +278,18 @@ impl<'a> LdapMessage<'a> {
     /// On failure, [`DecodeError::message_id`] is set whenever the message ID had been read,
     /// so a server can answer that operation with `protocolError`.
     pub fn decode(pdu: &'a [u8]) -> Result<Self> {
+        Self::decode_with(pdu, FilterCheck::Validate)
+    }
+
+    /// Decodes a copy of a PDU that [`LdapMessage::decode`] accepted before, without
+    /// validating a search filter again (the access log's writer prints requests the
+    /// server already decoded). Octets that were not accepted before still decode or fail
+    /// without a panic; a malformed filter in them reads as `Unknown` nodes.
+    pub fn decode_validated_before(pdu: &'a [u8]) -> Result<Self> {
+        Self::decode_with(pdu, FilterCheck::ValidatedBefore)
+    }
+
+    fn decode_with(pdu: &'a [u8], filters: FilterCheck) -> Result<Self> {
         let mut outer = Reader::new(pdu);
         let mut r = outer.read_constructed(tag::SEQUENCE, "LDAPMessage")?;
         outer.finish("LDAPMessage")?;
@@ -286,10 +299,10 @@ impl<'a> LdapMessage<'a> {
             i64::from(MAX_MESSAGE_ID),
             "LDAPMessage.messageID",
         )? as MessageId;
-        Self::decode_rest(&mut r, id).map_err(|e| e.with_message_id(id))
+        Self::decode_rest(&mut r, id, filters).map_err(|e| e.with_message_id(id))
     }
 
-    fn decode_rest(r: &mut Reader<'a>, message_id: MessageId) -> Result<Self> {
+    fn decode_rest(r: &mut Reader<'a>, message_id: MessageId, filters: FilterCheck) -> Result<Self> {
         let (t, contents, _) = r.read_any("LDAPMessage.protocolOp")?;
         if t & tag::CLASS_MASK != tag::APPLICATION {
             return Err(DecodeError::new(
@@ -297,7 +310,7 @@ impl<'a> LdapMessage<'a> {
                 "LDAPMessage.protocolOp",
             ));
         }
-        let op = ProtocolOp::decode(t, contents)?;
+        let op = ProtocolOp::decode(t, contents, filters)?;
         let controls = match r.read_optional(CONTROLS_TAG, "LDAPMessage.controls")? {
             Some(c) => Some(SeqOf::decode_contents(c)?),
             None => None,

@@ -18,6 +18,11 @@ fn round_trip(msg: &LdapMessage<'_>) -> Vec<u8> {
     );
     let back = LdapMessage::decode(&buf).unwrap_or_else(|e| panic!("{e} in {buf:02x?}"));
     assert_eq!(&back, msg);
+    assert_eq!(
+        LdapMessage::decode_validated_before(&buf).as_ref(),
+        Ok(msg),
+        "a message decoded before decodes the same without its filter validated again"
+    );
     let mut again = Vec::new();
     back.encode(&mut again);
     assert_eq!(
@@ -390,6 +395,24 @@ fn malformed_ber_filters_are_refused_with_the_reason() {
     ];
     for (ber, kind) in cases {
         assert_eq!(Filter::from_ber(ber).unwrap_err().kind, kind, "{ber:02x?}");
+        // The same filter in a search that was never validated (the access log's decode
+        // of a copy it trusts) decodes and prints without a panic.
+        let mut pdu = vec![0x30, 0, 0x02, 0x01, 0x07, 0x63, 0];
+        pdu.extend_from_slice(&[0x04, 0x00, 0x0a, 0x01, 0x02, 0x0a, 0x01, 0x00]);
+        pdu.extend_from_slice(&[0x02, 0x01, 0x00, 0x02, 0x01, 0x00, 0x01, 0x01, 0x00]);
+        pdu.extend_from_slice(ber);
+        pdu.extend_from_slice(&[0x30, 0x00]);
+        pdu[6] = (pdu.len() - 7) as u8;
+        pdu[1] = (pdu.len() - 2) as u8;
+        assert_eq!(LdapMessage::decode(&pdu).unwrap_err().kind, kind, "{pdu:02x?}");
+        if let Ok(msg) = LdapMessage::decode_validated_before(&pdu) {
+            let ProtocolOp::SearchRequest(search) = msg.op else {
+                panic!("not a search: {msg:?}");
+            };
+            let mut text = Vec::new();
+            search.filter.write_text(&mut text);
+            assert!(!text.is_empty());
+        }
     }
 }
 

@@ -44,6 +44,16 @@ pub mod filter_tag {
 
 use filter_tag as ft;
 
+/// Whether decoding a request validates its filter ([`Filter::decode`]) or takes it as
+/// validated before ([`Filter::decode_validated`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FilterCheck {
+    /// Validate it: octets from the network.
+    Validate,
+    /// Decoded and validated before: a copy of a request the server already decoded.
+    ValidatedBefore,
+}
+
 /// A validated search filter in BER form.
 ///
 /// ```
@@ -143,6 +153,14 @@ impl<'a> Filter<'a> {
     pub(crate) fn decode(r: &mut Reader<'a>) -> Result<Self> {
         let (_, _, tlv) = r.read_any("filter")?;
         validate::validate(tlv)?;
+        Ok(Filter { ber: tlv })
+    }
+
+    /// Reads one filter from `r` that was validated before: the same octets, decoded
+    /// earlier by [`Filter::decode`] (a copy of a request the server already decoded).
+    /// A filter that was not gives `Unknown` nodes where it is malformed, never a panic.
+    pub(crate) fn decode_validated(r: &mut Reader<'a>) -> Result<Self> {
+        let (_, _, tlv) = r.read_any("filter")?;
         Ok(Filter { ber: tlv })
     }
 

@@ -1,6 +1,6 @@
 use crate::ber::{tag, Reader, Writer};
 use crate::error::{DecodeError, DecodeErrorKind, Result};
-use crate::filter::Filter;
+use crate::filter::{Filter, FilterCheck};
 use crate::seq::SeqOf;
 
 /// The tags of the SearchRequest components: the universal ones, and every filter choice.
@@ -92,7 +92,8 @@ pub struct SearchRequest<'a> {
 }
 
 impl<'a> SearchRequest<'a> {
-    pub(crate) fn decode_contents(c: &'a [u8]) -> Result<Self> {
+    /// Decodes the request, validating its filter unless `filters` says it was before.
+    pub(crate) fn decode_contents_with(c: &'a [u8], filters: FilterCheck) -> Result<Self> {
         let mut r = Reader::new(c);
         let base = r.read_octets(tag::OCTET_STRING, "SearchRequest.baseObject")?;
         let scope = match r.read_integer(tag::ENUMERATED, "SearchRequest.scope")? {
@@ -123,7 +124,10 @@ impl<'a> SearchRequest<'a> {
         let size_limit = r.read_integer_in(tag::INTEGER, 0, max, "SearchRequest.sizeLimit")? as u32;
         let time_limit = r.read_integer_in(tag::INTEGER, 0, max, "SearchRequest.timeLimit")? as u32;
         let types_only = r.read_bool(tag::BOOLEAN, "SearchRequest.typesOnly")?;
-        let filter = Filter::decode(&mut r)?;
+        let filter = match filters {
+            FilterCheck::Validate => Filter::decode(&mut r)?,
+            FilterCheck::ValidatedBefore => Filter::decode_validated(&mut r)?,
+        };
         let attrs = r.read(tag::SEQUENCE, "SearchRequest.attributes")?;
         let attributes = SeqOf::decode_contents(attrs).map_err(|e| e.within("SearchRequest.attributes"))?;
         r.finish_sequence("SearchRequest", SEARCH_REQUEST_COMPONENTS)?;

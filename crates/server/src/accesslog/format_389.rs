@@ -133,12 +133,13 @@ fn write_op(out: &mut Vec<u8>, op: &Op<'_>, level: Level, clock: &mut TimeCache)
     }
 }
 
-/// The request of `op`, when it has one that decodes.
+/// The request of `op`, when it has one that decodes. The request path decoded these
+/// octets already (else `undecodable`), so its filter is not validated a second time.
 pub(super) fn decode_request<'a>(op: &Op<'a>) -> Option<LdapMessage<'a>> {
     if op.undecodable || op.request.is_empty() {
         return None;
     }
-    LdapMessage::decode(op.request).ok()
+    LdapMessage::decode_validated_before(op.request).ok()
 }
 
 fn write_request(

@@ -49,19 +49,20 @@ impl TimeCache {
     /// Appends `t` as 389's text log writes it: `[22/Nov/2026:10:00:00.123456789 +0000]`.
     pub fn write_text(&mut self, out: &mut Vec<u8>, t: WallNanos) {
         self.refresh(t / NANOS_PER_SECOND);
-        out.extend_from_slice(&self.text);
-        out.push(b'.');
-        push_nanos(out, t % NANOS_PER_SECOND);
-        out.extend_from_slice(b" +0000]");
+        // Assembled whole and appended in one copy of a known length.
+        let mut line = *b"[dd/Mmm/yyyy:hh:mm:ss.nnnnnnnnn +0000]";
+        line[..21].copy_from_slice(&self.text);
+        line[22..31].copy_from_slice(&nanos_digits(t % NANOS_PER_SECOND));
+        out.extend_from_slice(&line);
     }
 
     /// Appends `t` as 389's JSON log writes `local_time`: `2026-11-22T10:00:00.123456789 +0000`.
     pub fn write_iso(&mut self, out: &mut Vec<u8>, t: WallNanos) {
         self.refresh(t / NANOS_PER_SECOND);
-        out.extend_from_slice(&self.iso);
-        out.push(b'.');
-        push_nanos(out, t % NANOS_PER_SECOND);
-        out.extend_from_slice(b" +0000");
+        let mut text = *b"yyyy-mm-ddThh:mm:ss.nnnnnnnnn +0000";
+        text[..19].copy_from_slice(&self.iso);
+        text[20..29].copy_from_slice(&nanos_digits(t % NANOS_PER_SECOND));
+        out.extend_from_slice(&text);
     }
 
     fn refresh(&mut self, second: u64) {
@@ -124,23 +125,48 @@ fn put4(to: &mut [u8], v: u64) {
     put2(&mut to[2..4], v % 100);
 }
 
-/// Nine digits, zero-padded.
-fn push_nanos(out: &mut Vec<u8>, nanos: u64) {
+/// `00` to `99`, two octets each: a pair of digits per division.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Writes `v` (below 100) as two digits.
+fn put_pair(to: &mut [u8], v: u64) {
+    let at = (v as usize) * 2;
+    to[..2].copy_from_slice(&DIGIT_PAIRS[at..at + 2]);
+}
+
+/// `nanos` (below a second) as nine digits, zero-padded.
+fn nanos_digits(nanos: u64) -> [u8; 9] {
     let mut digits = [b'0'; 9];
-    let mut v = nanos;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    out.extend_from_slice(&digits);
+    digits[0] = b'0' + (nanos / 100_000_000 % 10) as u8;
+    let rest = nanos % 100_000_000;
+    let (high, low) = (rest / 10_000, rest % 10_000);
+    put_pair(&mut digits[1..3], high / 100);
+    put_pair(&mut digits[3..5], high % 100);
+    put_pair(&mut digits[5..7], low / 100);
+    put_pair(&mut digits[7..9], low % 100);
+    digits
 }
 
 /// Appends a duration in seconds with nine decimals, as 389 writes `etime`:
 /// `0.000051234`, `12.000000001`.
 pub fn write_duration(out: &mut Vec<u8>, nanos: u64) {
-    push_u64(out, nanos / NANOS_PER_SECOND);
+    let seconds = nanos / NANOS_PER_SECOND;
+    if seconds < 10 {
+        // The usual case, in one copy of a known length.
+        let mut text = [b'.'; 11];
+        text[0] = b'0' + seconds as u8;
+        text[2..].copy_from_slice(&nanos_digits(nanos % NANOS_PER_SECOND));
+        out.extend_from_slice(&text);
+        return;
+    }
+    push_u64(out, seconds);
     out.push(b'.');
-    push_nanos(out, nanos % NANOS_PER_SECOND);
+    out.extend_from_slice(&nanos_digits(nanos % NANOS_PER_SECOND));
 }
 
 /// Appends `v` in decimal.
@@ -257,6 +283,33 @@ mod tests {
             } else {
                 (y + 1, 1, 1)
             };
+        }
+    }
+
+    #[test]
+    fn durations_agree_with_format_across_every_digit_position() {
+        let mut values = vec![
+            0,
+            9,
+            10,
+            99,
+            100,
+            999_999_999,
+            NANOS_PER_SECOND,
+            9_999_999_999,
+            10 * NANOS_PER_SECOND,
+        ];
+        let mut v = 1u64;
+        while v < u64::MAX / 7 {
+            values.extend([v, v * 7 / 3, v - 1]);
+            v *= 10;
+        }
+        values.push(u64::MAX);
+        for nanos in values {
+            let mut out = Vec::new();
+            write_duration(&mut out, nanos);
+            let expected = format!("{}.{:09}", nanos / NANOS_PER_SECOND, nanos % NANOS_PER_SECOND);
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{nanos}");
         }
     }
 
