@@ -137,7 +137,8 @@ impl SearchNotes {
 pub struct Times {
     /// The request was read from the socket.
     pub received: Instant,
-    /// Its work started (after the requests read before it on the connection).
+    /// Its work started (after the requests read before it on the connection); the same
+    /// as `received` when no observer reads it ([`Observer::reads_start_time`]).
     pub started: Instant,
     /// Its response was handed to the connection.
     pub finished: Instant,
