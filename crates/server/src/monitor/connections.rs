@@ -77,9 +77,8 @@ impl ConnectionStats {
     pub fn received(&self, epoch: Instant, at: Instant) {
         let n = self.received.load(Ordering::Relaxed);
         self.received.store(n + 1, Ordering::Relaxed);
-        let nanos = at.saturating_duration_since(epoch).as_nanos();
-        self.activity
-            .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Relaxed);
+        let nanos = super::nanos(at.saturating_duration_since(epoch));
+        self.activity.store(nanos, Ordering::Relaxed);
     }
 
     /// An operation ended.

@@ -185,7 +185,6 @@ impl Shared {
 
 /// A thread's slots, one per live set of counters (a server has one; tests run several).
 /// Dropped when the thread exits: each slot is folded into its set's retired sums.
-#[derive(Default)]
 struct ThreadSlots(Vec<(u64, Weak<Shared>, Arc<Slot>)>);
 
 impl Drop for ThreadSlots {
@@ -199,7 +198,8 @@ impl Drop for ThreadSlots {
 }
 
 thread_local! {
-    static SLOTS: RefCell<ThreadSlots> = RefCell::new(ThreadSlots::default());
+    // Initialized without code, so an access is not checked for a first use.
+    static SLOTS: RefCell<ThreadSlots> = const { RefCell::new(ThreadSlots(Vec::new())) };
 }
 
 static NEXT_SET: AtomicU64 = AtomicU64::new(1);
@@ -249,7 +249,18 @@ impl Counters {
     }
 
     /// This thread's slot of this set, made and listed the first time.
+    #[inline]
     fn thread_slot<'s>(&self, slots: &'s mut ThreadSlots) -> &'s Slot {
+        // A server has one set: its slot is the first.
+        if slots.0.first().is_some_and(|(id, _, _)| *id == self.shared.id) {
+            return &slots.0[0].2;
+        }
+        self.other_slot(slots)
+    }
+
+    /// This thread's slot of this set when it is not the first (several sets, or none yet).
+    #[cold]
+    fn other_slot<'s>(&self, slots: &'s mut ThreadSlots) -> &'s Slot {
         let i = match slots.0.iter().position(|(id, _, _)| *id == self.shared.id) {
             Some(i) => i,
             None => {

@@ -12,11 +12,8 @@ pub const LATENCY_BUCKETS: usize = 24;
 #[inline]
 pub fn bucket(nanos: u64) -> usize {
     let micros = nanos.div_ceil(1000);
-    if micros <= 1 {
-        return 0;
-    }
-    // The smallest i with 2^i >= micros.
-    let i = (u64::BITS - (micros - 1).leading_zeros()) as usize;
+    // The smallest i with 2^i >= micros (0 for 0 and 1 µs), without a branch.
+    let i = (u64::BITS - micros.saturating_sub(1).leading_zeros()) as usize;
     i.min(LATENCY_BUCKETS - 1)
 }
 

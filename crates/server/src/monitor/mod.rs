@@ -22,7 +22,7 @@ pub mod kinds;
 pub mod latency;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use larch_proto::ResultCode;
 
@@ -79,6 +79,14 @@ impl Monitor {
     }
 }
 
+/// `d` in nanoseconds, in 64-bit arithmetic (saturating after 584 years).
+#[inline]
+pub(crate) fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
+}
+
 impl Observer for Monitor {
     #[inline]
     fn initiated(&self, _conn: u64, request_tag: u8) {
@@ -87,14 +95,15 @@ impl Observer for Monitor {
         }
     }
 
+    /// Latencies run from the request's receipt to its end: the start of the work is not
+    /// needed.
+    fn reads_start_time(&self) -> bool {
+        false
+    }
+
     fn operation(&self, o: &Outcome<'_>) {
         let kind = OpKind::of_request(o.request_tag).filter(|_| o.op >= 0 && !o.undecodable);
-        let nanos = o
-            .times
-            .finished
-            .saturating_duration_since(o.times.received)
-            .as_nanos();
-        let nanos = u64::try_from(nanos).unwrap_or(u64::MAX);
+        let nanos = nanos(o.times.finished.saturating_duration_since(o.times.received));
         let answered = o.response_tag != 0;
         let bind = (kind == Some(OpKind::Bind)).then(|| {
             let ok = o.reply.is_some_and(|r| r.code == ResultCode::SUCCESS);

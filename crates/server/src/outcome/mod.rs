@@ -137,7 +137,8 @@ impl SearchNotes {
 pub struct Times {
     /// The request was read from the socket.
     pub received: Instant,
-    /// Its work started (after the requests read before it on the connection).
+    /// Its work started (after the requests read before it on the connection); the same
+    /// as `received` when no observer reads it ([`Observer::reads_start_time`]).
     pub started: Instant,
     /// Its response was handed to the connection.
     pub finished: Instant,
@@ -323,6 +324,11 @@ pub trait Observer: Send + Sync + std::fmt::Debug {
     /// An operation with request tag `request_tag` started on connection `conn` (it was
     /// numbered; its outcome follows when it ends). Most observers need only the end.
     fn initiated(&self, _conn: u64, _request_tag: u8) {}
+    /// Whether the observer reads [`Times::started`]. When none does, operations skip that
+    /// clock read and report their receive time as their start.
+    fn reads_start_time(&self) -> bool {
+        true
+    }
     /// An operation ended.
     fn operation(&self, outcome: &Outcome<'_>);
     /// Something happened to a connection.
@@ -333,17 +339,26 @@ pub trait Observer: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Default, Clone)]
 pub struct Observers {
     list: Vec<Arc<dyn Observer>>,
+    /// Some observer reads [`Times::started`].
+    start_time: bool,
 }
 
 impl Observers {
     /// Adds an observer.
     pub fn add(&mut self, observer: Arc<dyn Observer>) {
+        self.start_time |= observer.reads_start_time();
         self.list.push(observer);
     }
 
     /// True when nobody observes (operations then skip taking their times).
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
+    }
+
+    /// True when some observer reads [`Times::started`] (operations then read the clock
+    /// when their work starts).
+    pub fn read_start_time(&self) -> bool {
+        self.start_time
     }
 
     /// Tells every observer that an operation started.

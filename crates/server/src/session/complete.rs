@@ -229,10 +229,10 @@ impl Session {
             msgid,
             request_tag,
             received: self.received,
-            started: if self.dir.observers.is_empty() {
-                self.received
-            } else {
+            started: if self.dir.observers.read_start_time() {
                 Instant::now()
+            } else {
+                self.received
             },
         }
     }
