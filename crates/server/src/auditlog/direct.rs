@@ -52,17 +52,6 @@ pub(super) fn type_facts(schema: &Schema) -> Vec<TypeFacts> {
         .collect()
 }
 
-/// The first values of the types the header shows, and of entryUUID, in one entry.
-#[derive(Default)]
-struct Stamped<'a> {
-    csn: Option<&'a [u8]>,
-    modifiers: Option<&'a [u8]>,
-    modified: Option<&'a [u8]>,
-    creators: Option<&'a [u8]>,
-    created: Option<&'a [u8]>,
-    uuid: Option<&'a [u8]>,
-}
-
 /// `replace:` or `delete:`.
 #[derive(Clone, Copy)]
 enum Op {
@@ -110,7 +99,7 @@ impl Formatter {
             return false;
         }
         let mut l = Lines::new(out);
-        self.header_direct(&mut l, lsn, &self.stamped(after));
+        self.header_direct(&mut l, lsn, after);
         self.comments_direct(&mut l, after, |_| true);
         l.value(&["dn"], dn.as_bytes());
         l.fixed(&["changetype: add"]);
@@ -157,7 +146,7 @@ impl Formatter {
             return false;
         }
         let mut l = Lines::new(out);
-        self.header_direct(&mut l, lsn, &self.stamped(after));
+        self.header_direct(&mut l, lsn, after);
         let uuid = self.stamps.uuid;
         let set = |ty| {
             differences
@@ -183,7 +172,7 @@ impl Formatter {
             return false;
         }
         let mut l = Lines::new(out);
-        self.header_direct(&mut l, lsn, &self.stamped(after));
+        self.header_direct(&mut l, lsn, after);
         let uuid = self.stamps.uuid;
         self.comments_direct(&mut l, after, |ty| Some(ty) == uuid);
         l.value(
@@ -231,11 +220,10 @@ impl Formatter {
         after: StoredRef<'_>,
     ) {
         let mut l = Lines::new(out);
-        let stamped = self.stamped(after);
-        self.header_direct(&mut l, lsn, &stamped);
+        self.header_direct(&mut l, lsn, after);
         self.comments_direct(&mut l, after, |_| true);
         let uuid = self.stamps.uuid;
-        if stamped.uuid.is_none() {
+        if attrs::first_value(after, uuid).is_none() {
             if let Some(v) = before.and_then(|e| attrs::first_value(e, uuid)) {
                 l.value(&["# entryUUID"], v);
             }
@@ -246,37 +234,18 @@ impl Formatter {
     }
 
     /// `lsn`, `csn`, `modifiersName`, `time` (`record`'s header).
-    fn header_direct(&self, l: &mut Lines<'_>, lsn: Lsn, e: &Stamped<'_>) {
+    fn header_direct(&self, l: &mut Lines<'_>, lsn: Lsn, e: StoredRef<'_>) {
+        let s = &self.stamps;
         l.number_comment("lsn", lsn);
-        if let Some(v) = e.csn {
+        if let Some(v) = attrs::first_value(e, s.csn) {
             l.value(&["# csn"], v);
         }
-        if let Some(v) = e.modifiers.or(e.creators) {
+        if let Some(v) = attrs::first_value(e, s.modifiers).or_else(|| attrs::first_value(e, s.creators)) {
             l.value(&["# modifiersName"], v);
         }
-        if let Some(v) = e.modified.or(e.created) {
+        if let Some(v) = attrs::first_value(e, s.modified).or_else(|| attrs::first_value(e, s.created)) {
             l.value(&["# time"], v);
         }
-    }
-
-    /// The first values of the header's types and entryUUID in `e`, in one pass over its
-    /// attributes (`attrs::first_value` for each would walk them from the start again).
-    fn stamped<'a>(&self, e: StoredRef<'a>) -> Stamped<'a> {
-        let s = &self.stamps;
-        let mut found = Stamped::default();
-        for a in e.attributes().filter(|a| a.options.is_empty()) {
-            let slot = match Some(a.ty) {
-                ty if ty == s.csn => &mut found.csn,
-                ty if ty == s.modifiers => &mut found.modifiers,
-                ty if ty == s.modified => &mut found.modified,
-                ty if ty == s.creators => &mut found.creators,
-                ty if ty == s.created => &mut found.created,
-                ty if ty == s.uuid => &mut found.uuid,
-                _ => continue,
-            };
-            *slot = a.values.iter().next();
-        }
-        found
     }
 
     /// The `NO-USER-MODIFICATION` attributes of `e` that `pick` selects, other than the
