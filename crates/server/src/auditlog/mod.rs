@@ -37,9 +37,11 @@
 //! at rotation; the write-ahead log, not the audit log, is what makes a change durable.
 
 mod attrs;
+mod direct;
 mod modrdn;
 pub mod previous;
 mod record;
+mod text;
 pub mod writer;
 
 use std::io;

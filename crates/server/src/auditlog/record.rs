@@ -42,30 +42,33 @@ use larch_store::wal::record::Change;
 use larch_store::wal::Lsn;
 
 use super::attrs::{self, Difference};
+use super::direct::{self, TypeFacts};
 use super::modrdn;
 
 /// The attribute types of the header.
 #[derive(Debug, Clone, Copy)]
-struct Stamps {
-    csn: Option<AttributeTypeId>,
-    modifiers: Option<AttributeTypeId>,
-    modified: Option<AttributeTypeId>,
-    creators: Option<AttributeTypeId>,
-    created: Option<AttributeTypeId>,
-    uuid: Option<AttributeTypeId>,
+pub(super) struct Stamps {
+    pub(super) csn: Option<AttributeTypeId>,
+    pub(super) modifiers: Option<AttributeTypeId>,
+    pub(super) modified: Option<AttributeTypeId>,
+    pub(super) creators: Option<AttributeTypeId>,
+    pub(super) created: Option<AttributeTypeId>,
+    pub(super) uuid: Option<AttributeTypeId>,
 }
 
 impl Stamps {
     /// True for the types the header shows (never repeated as comments).
-    fn in_header(&self, ty: AttributeTypeId) -> bool {
+    pub(super) fn in_header(&self, ty: AttributeTypeId) -> bool {
         [self.csn, self.modifiers, self.modified].contains(&Some(ty))
     }
 }
 
 /// Writes changes as LDIF (see the module documentation).
 pub(crate) struct Formatter {
-    schema: Arc<Schema>,
-    stamps: Stamps,
+    pub(super) schema: Arc<Schema>,
+    pub(super) stamps: Stamps,
+    /// What the direct path (`direct`) needs of each attribute type, by index.
+    pub(super) facts: Vec<TypeFacts>,
 }
 
 /// A block of lines: comments, at most one record, and the blank line that ends it.
@@ -108,7 +111,12 @@ impl Formatter {
             created: id("createTimestamp"),
             uuid: id("entryUUID"),
         };
-        Formatter { schema, stamps }
+        let facts = direct::type_facts(&schema);
+        Formatter {
+            schema,
+            stamps,
+            facts,
+        }
     }
 
     /// The normalized form of a DN the log holds (`None` if it does not normalize).
@@ -191,6 +199,32 @@ impl Formatter {
     /// the logged attributes, and what the writer calls with the states the change feed
     /// hands over, with no attribute read through the schema by name.
     pub(crate) fn stored(
+        &self,
+        out: &mut Vec<u8>,
+        lsn: Lsn,
+        change: &Change,
+        before: Option<StoredRef<'_>>,
+        after: StoredRef<'_>,
+    ) {
+        let direct = match change {
+            Change::Add { dn, .. } => self.add_direct(out, lsn, dn, after),
+            Change::Modify { dn, .. } => self.modify_direct(out, lsn, dn, before, after),
+            Change::Delete { dn, .. } => {
+                self.delete_direct(out, lsn, dn, before, after);
+                true
+            }
+            Change::ModifyDn { .. } => false,
+        };
+        if !direct {
+            self.stored_through_records(out, lsn, change, before, after);
+        }
+    }
+
+    /// [`Formatter::stored`] through the store's LDIF records and writer: renames, and the
+    /// records the direct path leaves to it (a name that is not a valid attribute
+    /// description, an add with nothing to write), whose text says why they cannot be
+    /// replayed. The direct path writes the same octets as this one for every other record.
+    pub(super) fn stored_through_records(
         &self,
         out: &mut Vec<u8>,
         lsn: Lsn,
