@@ -267,26 +267,12 @@ impl Formatter {
 mod tests {
     use std::sync::Arc;
 
-    use larch_model::entry::{resolve_description, Attribute, StoredEntry};
+    use larch_model::entry::StoredEntry;
     use larch_model::schema::Schema;
     use larch_store::wal::record::Change;
 
     use super::*;
-
-    fn entry(schema: &Schema, attrs: &[(&str, Vec<Vec<u8>>)]) -> StoredEntry {
-        let list: Vec<Attribute> = attrs
-            .iter()
-            .map(|(name, values)| {
-                let (ty, options) = resolve_description(name.as_bytes(), schema).unwrap();
-                Attribute {
-                    ty,
-                    options,
-                    values: values.clone(),
-                }
-            })
-            .collect();
-        StoredEntry::build(&list)
-    }
+    use crate::auditlog::record::tests::entry;
 
     fn text(values: &[&str]) -> Vec<Vec<u8>> {
         values.iter().map(|v| v.as_bytes().to_vec()).collect()

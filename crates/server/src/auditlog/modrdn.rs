@@ -198,21 +198,13 @@ fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use larch_model::entry::resolve_description;
 
     fn entry(schema: &Schema, attrs: &[(&str, &[&str])]) -> StoredEntry {
-        let list: Vec<Attribute> = attrs
+        let attrs: Vec<(&str, Vec<Vec<u8>>)> = attrs
             .iter()
-            .map(|(name, values)| {
-                let (ty, options) = resolve_description(name.as_bytes(), schema).unwrap();
-                Attribute {
-                    ty,
-                    options,
-                    values: values.iter().map(|v| v.as_bytes().to_vec()).collect(),
-                }
-            })
+            .map(|(name, values)| (*name, values.iter().map(|v| v.as_bytes().to_vec()).collect()))
             .collect();
-        StoredEntry::build(&list)
+        crate::auditlog::record::tests::entry(schema, &attrs)
     }
 
     fn fix(r: &Rename) -> Vec<String> {

@@ -369,7 +369,7 @@ impl Formatter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use larch_model::entry::{resolve_description, Attribute};
 
@@ -379,7 +379,8 @@ mod tests {
         values.iter().map(|x| x.to_vec()).collect()
     }
 
-    fn entry(schema: &Schema, attrs: &[(&str, Vec<Vec<u8>>)]) -> StoredEntry {
+    /// An entry of `attrs`, each named by its description, for the tests of this log.
+    pub(in crate::auditlog) fn entry(schema: &Schema, attrs: &[(&str, Vec<Vec<u8>>)]) -> StoredEntry {
         let list: Vec<Attribute> = attrs
             .iter()
             .map(|(name, values)| {

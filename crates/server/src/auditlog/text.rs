@@ -9,6 +9,8 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use larch_store::ldif::syntax::is_option;
+pub(crate) use larch_store::ldif::syntax::{is_attribute_description, is_reserved_attribute, is_safe_string};
 use larch_store::ldif::FOLD_COLUMN;
 
 /// Lines appended to a buffer.
@@ -119,33 +121,6 @@ fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// Whether a value may be written as text (`attr: value`): the store's LDIF writer's
-/// rule, an RFC 2849 SAFE-STRING (no leading space, `:` or `<`; only octets 0x01-0x7F other
-/// than CR and LF) that also does not end in a space.
-pub(crate) fn is_safe_string(v: &[u8]) -> bool {
-    match (v.first(), v.last()) {
-        (None, _) => true,
-        (Some(b' ' | b':' | b'<'), _) | (_, Some(b' ')) => false,
-        _ => v
-            .iter()
-            .all(|&b| matches!(b, 0x01..=0x7f) && b != b'\r' && b != b'\n'),
-    }
-}
-
-/// RFC 2849 `AttributeDescription` as the store's LDIF writer checks it: `AttributeType
-/// *(";" option)`, the type an OID or a name (`ALPHA *(ALPHA / DIGIT / "-")`), an option
-/// `1*(ALPHA / DIGIT / "-")`.
-pub(crate) fn is_attribute_description(s: &[u8]) -> bool {
-    let mut parts = s.split(|&b| b == b';');
-    let Some(ty) = parts.next() else { return false };
-    let type_ok = match ty.first() {
-        Some(b) if b.is_ascii_digit() => is_numeric_oid(ty),
-        Some(b) if b.is_ascii_alphabetic() => ty.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-'),
-        _ => false,
-    };
-    type_ok && parts.all(is_option)
-}
-
 /// True when `options` (normalized: `""` or `;lang-en;x`), written after a valid type,
 /// make a valid attribute description.
 pub(crate) fn are_options(options: &str) -> bool {
@@ -154,25 +129,6 @@ pub(crate) fn are_options(options: &str) -> bool {
         Some((b';', rest)) => rest.split(|&b| b == b';').all(is_option),
         Some(_) => false,
     }
-}
-
-/// `1*(ALPHA / DIGIT / "-")`.
-fn is_option(opt: &[u8]) -> bool {
-    !opt.is_empty() && opt.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-')
-}
-
-/// RFC 2849 `ldap-oid`: `number *("." number)`.
-fn is_numeric_oid(s: &[u8]) -> bool {
-    !s.is_empty()
-        && s.split(|&b| b == b'.')
-            .all(|part| !part.is_empty() && part.iter().all(u8::is_ascii_digit))
-}
-
-/// Names the store's LDIF writer refuses as attributes of an add record.
-pub(crate) fn is_reserved_attribute(s: &str) -> bool {
-    ["dn", "control", "changetype"]
-        .iter()
-        .any(|k| s.eq_ignore_ascii_case(k))
 }
 
 #[cfg(test)]

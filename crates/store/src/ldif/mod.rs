@@ -57,7 +57,7 @@
 
 mod error;
 mod reader;
-mod syntax;
+pub mod syntax;
 mod writer;
 
 pub use error::{LdifError, LdifErrorKind};
