@@ -289,6 +289,17 @@ fn join(parts: &[Part], sep: &str) -> String {
 
 /// Cuts a description to [`MAX_DESCRIPTION_LEN`] octets (at a character boundary) and
 /// marks the cut with `...`.
+/// A leaf's description, `kind(attribute)`: built by hand, since `format!` was 400
+/// instructions per search, 2% of an exact search's (callgrind).
+fn described(kind: &str, attribute: &str) -> String {
+    let mut text = String::with_capacity(kind.len() + attribute.len() + 2);
+    text.push_str(kind);
+    text.push('(');
+    text.push_str(attribute);
+    text.push(')');
+    text
+}
+
 fn limit(mut text: String) -> String {
     if text.len() <= MAX_DESCRIPTION_LEN {
         return text;
@@ -471,7 +482,7 @@ impl Ctx<'_> {
             .filter(|_| member)
             .and_then(|f| f.in_chain_entries(m.value))
         {
-            return Part::set(IdSet::from_sorted(ids), format!("in-chain({})", t.name()));
+            return Part::set(IdSet::from_sorted(ids), described("in-chain", t.name()));
         }
         let Some(groups) = GroupSchema::new(self.schema) else {
             return Part::none();
@@ -488,7 +499,7 @@ impl Ctx<'_> {
         }
         if member {
             let ids = groups_of(self.version, chain, m.value);
-            return Part::set(IdSet::from_sorted(&ids), format!("in-chain({})", t.name()));
+            return Part::set(IdSet::from_sorted(&ids), described("in-chain", t.name()));
         }
         Part::none()
     }
@@ -501,7 +512,7 @@ impl Ctx<'_> {
             return Part::none();
         };
         let keyer = self.version.keyer();
-        let text = format!("eq({})", t.name());
+        let text = described("eq", t.name());
         if t.oid == OBJECT_CLASS || t.oid == STRUCTURAL_OBJECT_CLASS {
             // The filter check compares classes, so every spelling of the class matches.
             let name = String::from_utf8_lossy(a.value);
@@ -546,7 +557,7 @@ impl Ctx<'_> {
         if t.oid == OBJECT_CLASS {
             return Part::scan();
         }
-        self.union_over(t, format!("pres({})", t.name()), |index, _| {
+        self.union_over(t, described("pres", t.name()), |index, _| {
             index.presence().cloned()
         })
     }
@@ -567,7 +578,7 @@ impl Ctx<'_> {
             }
         }
         let keyer = self.version.keyer();
-        self.union_over(t, format!("sub({})", t.name()), |index, ty| {
+        self.union_over(t, described("sub", t.name()), |index, ty| {
             index.substrings(same_rule(ty.substring, rule)?, initial, &any, final_, keyer)
         })
     }
@@ -579,7 +590,7 @@ impl Ctx<'_> {
         let Some(rule) = t.ordering else {
             return Part::none();
         };
-        let text = format!("{}({})", if greater { "ge" } else { "le" }, t.name());
+        let text = described(if greater { "ge" } else { "le" }, t.name());
         self.union_over(t, text, |index, ty| {
             index.ordering(same_rule(ty.ordering, rule)?, a.value, greater)
         })
