@@ -222,9 +222,13 @@ proptest! {
             // Re-reading the normalized text gives the same normalized DN.
             let again = NormDn::parse(n.as_str().as_bytes(), &TestSchema).unwrap().1;
             prop_assert_eq!(&again, &n);
-            // Upper-casing types and values names the same entry.
-            let upper = Dn::parse(dn.to_string().to_uppercase().as_bytes());
-            if let Ok(upper) = upper {
+            // Upper-casing types and values names the same entry (but for the dotless
+            // `ı`, which folds to itself while its upper case `I` folds to `i`).
+            let text = dn.to_string();
+            let upper = (!text.contains('\u{0131}'))
+                .then(|| Dn::parse(text.to_uppercase().as_bytes()).ok())
+                .flatten();
+            if let Some(upper) = upper {
                 if let Ok(un) = NormDn::normalize(&upper, &TestSchema) {
                     prop_assert_eq!(un, n);
                 }

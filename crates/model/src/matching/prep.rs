@@ -111,9 +111,95 @@ pub(crate) fn fold_char(c: char, out: &mut String) {
     match special {
         Some(s) => out.push_str(s),
         None if c.is_ascii() => out.push(c.to_ascii_lowercase()),
+        None if ('\u{1C80}'..='\u{1FFC}').contains(&c) => {
+            match FOLDED_APART.binary_search_by_key(&c, |(k, _)| *k) {
+                Ok(i) => out.push_str(FOLDED_APART[i].1),
+                Err(_) => out.extend(c.to_lowercase()),
+            }
+        }
         None => out.extend(c.to_lowercase()),
     }
 }
+
+/// Full case folding (Unicode's CaseFolding.txt, status C and F) of the code points whose
+/// lower-case form is not their folding and that an upper-cased value would otherwise
+/// tell apart: Cyrillic's rounded letters (U+1C80-U+1C88) and Greek's letters with the iota
+/// subscript or adscript (U+1F80-U+1FFC), which fold to the letter and a separate iota.
+/// Sorted, for a binary search.
+const FOLDED_APART: &[(char, &str)] = &[
+    ('\u{1C80}', "\u{0432}"),
+    ('\u{1C81}', "\u{0434}"),
+    ('\u{1C82}', "\u{043E}"),
+    ('\u{1C83}', "\u{0441}"),
+    ('\u{1C84}', "\u{0442}"),
+    ('\u{1C85}', "\u{0442}"),
+    ('\u{1C86}', "\u{044A}"),
+    ('\u{1C87}', "\u{0463}"),
+    ('\u{1C88}', "\u{A64B}"),
+    ('\u{1F80}', "\u{1F00}\u{03B9}"),
+    ('\u{1F81}', "\u{1F01}\u{03B9}"),
+    ('\u{1F82}', "\u{1F02}\u{03B9}"),
+    ('\u{1F83}', "\u{1F03}\u{03B9}"),
+    ('\u{1F84}', "\u{1F04}\u{03B9}"),
+    ('\u{1F85}', "\u{1F05}\u{03B9}"),
+    ('\u{1F86}', "\u{1F06}\u{03B9}"),
+    ('\u{1F87}', "\u{1F07}\u{03B9}"),
+    ('\u{1F88}', "\u{1F00}\u{03B9}"),
+    ('\u{1F89}', "\u{1F01}\u{03B9}"),
+    ('\u{1F8A}', "\u{1F02}\u{03B9}"),
+    ('\u{1F8B}', "\u{1F03}\u{03B9}"),
+    ('\u{1F8C}', "\u{1F04}\u{03B9}"),
+    ('\u{1F8D}', "\u{1F05}\u{03B9}"),
+    ('\u{1F8E}', "\u{1F06}\u{03B9}"),
+    ('\u{1F8F}', "\u{1F07}\u{03B9}"),
+    ('\u{1F90}', "\u{1F20}\u{03B9}"),
+    ('\u{1F91}', "\u{1F21}\u{03B9}"),
+    ('\u{1F92}', "\u{1F22}\u{03B9}"),
+    ('\u{1F93}', "\u{1F23}\u{03B9}"),
+    ('\u{1F94}', "\u{1F24}\u{03B9}"),
+    ('\u{1F95}', "\u{1F25}\u{03B9}"),
+    ('\u{1F96}', "\u{1F26}\u{03B9}"),
+    ('\u{1F97}', "\u{1F27}\u{03B9}"),
+    ('\u{1F98}', "\u{1F20}\u{03B9}"),
+    ('\u{1F99}', "\u{1F21}\u{03B9}"),
+    ('\u{1F9A}', "\u{1F22}\u{03B9}"),
+    ('\u{1F9B}', "\u{1F23}\u{03B9}"),
+    ('\u{1F9C}', "\u{1F24}\u{03B9}"),
+    ('\u{1F9D}', "\u{1F25}\u{03B9}"),
+    ('\u{1F9E}', "\u{1F26}\u{03B9}"),
+    ('\u{1F9F}', "\u{1F27}\u{03B9}"),
+    ('\u{1FA0}', "\u{1F60}\u{03B9}"),
+    ('\u{1FA1}', "\u{1F61}\u{03B9}"),
+    ('\u{1FA2}', "\u{1F62}\u{03B9}"),
+    ('\u{1FA3}', "\u{1F63}\u{03B9}"),
+    ('\u{1FA4}', "\u{1F64}\u{03B9}"),
+    ('\u{1FA5}', "\u{1F65}\u{03B9}"),
+    ('\u{1FA6}', "\u{1F66}\u{03B9}"),
+    ('\u{1FA7}', "\u{1F67}\u{03B9}"),
+    ('\u{1FA8}', "\u{1F60}\u{03B9}"),
+    ('\u{1FA9}', "\u{1F61}\u{03B9}"),
+    ('\u{1FAA}', "\u{1F62}\u{03B9}"),
+    ('\u{1FAB}', "\u{1F63}\u{03B9}"),
+    ('\u{1FAC}', "\u{1F64}\u{03B9}"),
+    ('\u{1FAD}', "\u{1F65}\u{03B9}"),
+    ('\u{1FAE}', "\u{1F66}\u{03B9}"),
+    ('\u{1FAF}', "\u{1F67}\u{03B9}"),
+    ('\u{1FB2}', "\u{1F70}\u{03B9}"),
+    ('\u{1FB3}', "\u{03B1}\u{03B9}"),
+    ('\u{1FB4}', "\u{03AC}\u{03B9}"),
+    ('\u{1FB7}', "\u{03B1}\u{0342}\u{03B9}"),
+    ('\u{1FBC}', "\u{03B1}\u{03B9}"),
+    ('\u{1FC2}', "\u{1F74}\u{03B9}"),
+    ('\u{1FC3}', "\u{03B7}\u{03B9}"),
+    ('\u{1FC4}', "\u{03AE}\u{03B9}"),
+    ('\u{1FC7}', "\u{03B7}\u{0342}\u{03B9}"),
+    ('\u{1FCC}', "\u{03B7}\u{03B9}"),
+    ('\u{1FF2}', "\u{1F7C}\u{03B9}"),
+    ('\u{1FF3}', "\u{03C9}\u{03B9}"),
+    ('\u{1FF4}', "\u{03CE}\u{03B9}"),
+    ('\u{1FF7}', "\u{03C9}\u{0342}\u{03B9}"),
+    ('\u{1FFC}', "\u{03C9}\u{03B9}"),
+];
 
 /// Blocks in which every code point is assigned (checked against the crate's tables by a
 /// test), for the scripts most names are written in. `is_public_assigned` is a long
@@ -366,6 +452,25 @@ mod tests {
         let mut out = Vec::new();
         prepare_spaces(v.as_bytes(), fold, mode, &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn an_upper_cased_value_folds_to_the_same_key() {
+        // Every code point but one: `ı` (U+0131) folds to itself under RFC 3454 B.2 while
+        // its upper case `I` folds to `i`, so upper-casing a Turkish value changes it.
+        let mut text = String::new();
+        for c in ('\u{80}'..=char::MAX).filter(|&c| c != '\u{0131}') {
+            text.clear();
+            text.push(c);
+            let Ok(folded) = prepare(text.as_bytes(), true) else {
+                continue;
+            };
+            let upper: String = c.to_uppercase().collect();
+            if let Ok(upper_folded) = prepare(upper.as_bytes(), true) {
+                assert_eq!(folded, upper_folded, "U+{:04X} {c} against {upper}", c as u32);
+            }
+        }
+        assert_eq!(prepare("\u{1F80}".as_bytes(), true).unwrap(), "\u{1F00}\u{03B9}");
     }
 
     #[test]
