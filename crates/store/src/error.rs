@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use larch_proto::ResultCode;
 
+use crate::consensus::ReplicateError;
 use crate::health::WriteHalt;
 use crate::snapshot::SnapshotError;
 use crate::wal::WalError;
@@ -50,6 +51,13 @@ pub enum StoreError {
     /// A snapshot could not be written or read.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// A cluster did not apply the write ([`crate::consensus`]).
+    #[error(transparent)]
+    Replication(#[from] ReplicateError),
+    /// Something a store in a cluster does not do, or a single server's store cannot;
+    /// the message says which.
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// The store is closing or closed.
     #[error("the store is shut down")]
     Closed,
@@ -101,6 +109,12 @@ impl StoreError {
             }
             StoreError::TooLarge { .. } => ResultCode::ADMIN_LIMIT_EXCEEDED,
             StoreError::Closed | StoreError::Failed(_) | StoreError::Wal(_) => ResultCode::UNAVAILABLE,
+            // A follower's writes go to the leader before they reach the store; one that
+            // got here found no leader to write through: RFC 4511's `unwillingToPerform`
+            // is what slapd answers on a read-only replica without a referral.
+            StoreError::Replication(ReplicateError::NotLeader { .. }) => ResultCode::UNWILLING_TO_PERFORM,
+            StoreError::Replication(ReplicateError::Superseded) => ResultCode::BUSY,
+            StoreError::Replication(ReplicateError::Unavailable(_)) => ResultCode::UNAVAILABLE,
             _ => ResultCode::OTHER,
         }
     }

@@ -79,12 +79,13 @@ use std::time::{Duration, Instant};
 
 use larch_model::entry::StoredEntry;
 
+use crate::consensus::{EntryBody, ReplicatedEntry};
 use crate::record::EntryRecord;
 use crate::storage::Storage;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
-use crate::wal::record::{Change, ChangeDecodeError};
-use crate::wal::{oldest_segment_lsn, Lsn, WalError, WalReader};
+use crate::wal::record::Change;
+use crate::wal::{oldest_segment_lsn, Lsn, Record, WalError, WalReader};
 
 /// Batches queued for one subscriber before it is marked behind. A subscriber that pauses
 /// longer than this many batches then reads the log instead (a segment read, 64 MiB at most
@@ -155,7 +156,9 @@ pub struct CommittedBatch {
 }
 
 impl CommittedBatch {
-    /// The changes, LSNs consecutive and ascending.
+    /// The changes, LSNs ascending: consecutive on a single server; in a cluster the
+    /// changes of one write share its entry's LSN, and LSNs of entries that changed
+    /// nothing are missing.
     pub fn changes(&self) -> &[CommittedChange] {
         &self.changes
     }
@@ -220,13 +223,13 @@ pub enum FeedError {
         /// The last committed LSN.
         committed: Lsn,
     },
-    /// A log record that is not a change.
+    /// A log record that is not a change (or, in a cluster, not an entry).
     #[error("log record {lsn}: {problem}")]
     Decode {
         /// The record.
         lsn: Lsn,
         /// What is wrong with it.
-        problem: ChangeDecodeError,
+        problem: String,
     },
     /// Reading the log failed.
     #[error(transparent)]
@@ -370,6 +373,22 @@ impl FeedHub {
         }
     }
 
+    /// In a cluster, after committed entries were applied and published: hands their
+    /// changes (LSNs ascending) to every subscriber.
+    pub(crate) fn deliver_committed(&self, changes: Vec<CommittedChange>) {
+        if changes.is_empty() || !self.has_subscribers() {
+            return;
+        }
+        let batch = Arc::new(CommittedBatch {
+            changes,
+            from_log: false,
+        });
+        let hub = self.lock();
+        for slot in &hub.slots {
+            slot.offer(Some(&batch));
+        }
+    }
+
     /// Step 7: the writer has stopped.
     pub(crate) fn close(&self) {
         let mut hub = self.lock();
@@ -387,6 +406,9 @@ pub(crate) struct LogSource {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) wal_dir: PathBuf,
     pub(crate) cell: Arc<VersionCell<Version>>,
+    /// The log is a cluster's replicated log: its payloads are entries
+    /// ([`crate::consensus::entry`]), not changes.
+    pub(crate) replicated: bool,
 }
 
 /// How long a read may wait for a batch.
@@ -613,7 +635,12 @@ impl FeedSubscription {
             self.must_catch_up = true;
             return None;
         }
-        let skip = usize::try_from(self.next - first).unwrap_or(usize::MAX);
+        let next = self.next;
+        let skip = batch
+            .changes
+            .iter()
+            .position(|c| c.lsn >= next)
+            .unwrap_or(batch.changes.len());
         self.next = batch.last_lsn().saturating_add(1);
         if skip == 0 {
             return Some(batch);
@@ -653,25 +680,22 @@ impl FeedSubscription {
         let mut in_unit = false;
         while (changes.len() < MAX_CATCH_UP_CHANGES || in_unit) && self.next <= catch_up.up_to {
             match catch_up.reader.next() {
-                Some(Ok(record)) if record.lsn == self.next => match Change::decode(&record.payload) {
-                    Ok(change) => {
-                        changes.push(CommittedChange {
-                            lsn: record.lsn,
-                            ends_write: !record.continues,
-                            change,
-                            states: None,
-                        });
-                        in_unit = record.continues;
-                        self.next += 1;
+                Some(Ok(record)) if record.lsn == self.next => {
+                    match changes_of(&record, self.source.replicated) {
+                        Ok(read) => {
+                            changes.extend(read);
+                            in_unit = record.continues;
+                            self.next += 1;
+                        }
+                        Err(problem) => {
+                            failure = Some(FeedError::Decode {
+                                lsn: record.lsn,
+                                problem,
+                            });
+                            break;
+                        }
                     }
-                    Err(problem) => {
-                        failure = Some(FeedError::Decode {
-                            lsn: record.lsn,
-                            problem,
-                        });
-                        break;
-                    }
-                },
+                }
                 // A record after `next`: the segments holding `next` are gone.
                 Some(Ok(record)) => {
                     failure = Some(FeedError::SnapshotNeeded {
@@ -735,4 +759,39 @@ impl Drop for FeedSubscription {
     fn drop(&mut self) {
         self.hub.unregister(&self.slot);
     }
+}
+
+/// The changes a log record holds: its one change on a single server; in a cluster, a
+/// write's changes if the write was applied (see [`crate::consensus::apply`]), none for
+/// another entry.
+fn changes_of(record: &Record, replicated: bool) -> Result<Vec<CommittedChange>, String> {
+    if !replicated {
+        let change = Change::decode(&record.payload).map_err(|e| e.to_string())?;
+        return Ok(vec![CommittedChange {
+            lsn: record.lsn,
+            ends_write: !record.continues,
+            change,
+            states: None,
+        }]);
+    }
+    let entry = ReplicatedEntry::decode(&record.payload).map_err(|e| e.to_string())?;
+    let EntryBody::Write(unit) = entry.body else {
+        return Ok(Vec::new());
+    };
+    if !unit.fits(record.lsn) {
+        return Ok(Vec::new());
+    }
+    let count = unit.changes.len();
+    unit.changes
+        .iter()
+        .enumerate()
+        .map(|(i, payload)| {
+            Ok(CommittedChange {
+                lsn: record.lsn,
+                ends_write: i + 1 == count,
+                change: Change::decode(payload).map_err(|e| e.to_string())?,
+                states: None,
+            })
+        })
+        .collect()
 }

@@ -14,6 +14,8 @@
 //!   parallel at startup ([`load`]), then the log tail replayed ([`Store::open`]); written
 //!   on a schedule ([`schedule`]) that bounds the log any start replays, crashes included;
 //! - the [`storage`] trait beneath every file, so tests inject torn writes and crashes;
+//! - [`consensus`]: the seam to a cluster's consensus engine, when the log is a
+//!   replicated log (writes proposed, committed entries applied by every node);
 //! - [`stats`]: commits and snapshots counted for monitoring;
 //! - its [`health`]: whether it accepts writes (a failed log stops them for good until it is
 //!   reopened) and how snapshots fare, readable at any time and reported as events;
@@ -31,6 +33,8 @@
 
 #[cfg(not(loom))]
 pub mod backup;
+#[cfg(not(loom))]
+pub mod consensus;
 #[cfg(not(loom))]
 pub mod error;
 #[cfg(not(loom))]

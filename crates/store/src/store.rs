@@ -33,6 +33,7 @@ use larch_model::schema::Schema;
 use crate::backup::pin::LogPins;
 use crate::backup::take::{self, Source, BACKUP_DUTY_CYCLE};
 use crate::backup::{check_target, BackupError, BackupOptions, BackupReport};
+use crate::consensus::{self, Applied, ReplicatedEntry, Replicator, ReplicatorSlot};
 use crate::error::StoreError;
 use crate::feed::{self, FeedError, FeedHub, FeedStart, FeedSubscription, LogSource};
 use crate::health::{EventSink, Health, StoreHealth, WriteHalt};
@@ -47,7 +48,7 @@ use crate::txn::{apply_change, WriteTxn};
 use crate::version::{Shared, Version};
 use crate::version_cell::{VersionCell, VersionReader};
 use crate::wal::record::Change;
-use crate::wal::{SyncPolicy, TailCut, Wal, WalOptions, SEGMENT_SIZE_LIMIT};
+use crate::wal::{Lsn, SyncPolicy, TailCut, Wal, WalOptions, SEGMENT_SIZE_LIMIT};
 use crate::writer::{self, Finish, Job, MAX_QUEUED_WRITES};
 
 /// Snapshots kept: the newest and one previous, so a damaged newest file has a fallback.
@@ -95,6 +96,11 @@ pub struct StoreOptions {
     /// recovering; see [`crate::health`]); `None`: nobody is told, [`Store::health`] still
     /// says.
     pub events: Option<EventSink>,
+    /// The log is a cluster's replicated log ([`crate::consensus`]): opening replays
+    /// nothing (the consensus engine applies the committed entries through
+    /// [`Store::apply_replicated`]), writes are proposed through the replicator set with
+    /// [`Store::set_replicator`], and no snapshot is written.
+    pub replicated: bool,
 }
 
 impl std::fmt::Debug for StoreOptions {
@@ -123,6 +129,7 @@ impl StoreOptions {
             snapshot_after_records: Some(DEFAULT_SNAPSHOT_AFTER_RECORDS),
             snapshot_duty_cycle: DEFAULT_SNAPSHOT_DUTY_CYCLE,
             events: None,
+            replicated: false,
         }
     }
 
@@ -224,6 +231,14 @@ struct Inner {
     stats: Arc<StoreStats>,
     /// The log a backup still copies ([`crate::backup::pin`]).
     pins: Arc<LogPins>,
+    /// In a cluster: where the writer finds the replicator, and the lock that keeps one
+    /// caller at a time applying committed entries (with its scratch buffer).
+    replicated: Option<Replicated>,
+}
+
+struct Replicated {
+    slot: ReplicatorSlot,
+    apply: Mutex<Vec<u8>>,
 }
 
 /// The in-memory directory database. Cheap to clone (a reference).
@@ -300,8 +315,16 @@ impl Store {
             first_lsn: snap_lsn + 1,
             on_failure: Some(halt_on_failure(&health)),
         };
+        if options.replicated && snap_lsn > 0 {
+            return Err(StoreError::Replay {
+                lsn: snap_lsn,
+                problem: "a cluster node's data directory holds a snapshot, and cluster nodes do not load \
+                          snapshots yet: start the node on an empty data directory"
+                    .into(),
+            });
+        }
         let (mut wal, mut recovery) = Wal::open(Arc::clone(&storage), &wal_dir, wal_options.clone())?;
-        if recovery.next_lsn.is_some_and(|next| next <= snap_lsn) {
+        if !options.replicated && recovery.next_lsn.is_some_and(|next| next <= snap_lsn) {
             // The whole log is older than the snapshot (it covers all of it): start a new
             // log after the snapshot.
             wal.close()?;
@@ -327,7 +350,13 @@ impl Store {
 
         let started = Instant::now();
         let mut scratch = Vec::new();
-        for record in wal.read_after(snap_lsn)? {
+        // A replicated log is applied by the consensus engine, committed entries only.
+        let replay = if options.replicated {
+            None
+        } else {
+            Some(wal.read_after(snap_lsn)?)
+        };
+        for record in replay.into_iter().flatten() {
             let record = record?;
             let change = Change::decode(&record.payload).map_err(|e| StoreError::Replay {
                 lsn: record.lsn,
@@ -351,15 +380,23 @@ impl Store {
             stats.snapshot(*loaded);
         }
         let (tx, rx) = sync_channel::<Job>(MAX_QUEUED_WRITES);
+        let replicated = options.replicated.then(|| Replicated {
+            slot: ReplicatorSlot::default(),
+            apply: Mutex::new(Vec::new()),
+        });
         let writer = {
             let cell = Arc::clone(&cell);
             let wal = Arc::clone(&wal);
             let feed = Arc::clone(&feed);
             let health = Arc::clone(&health);
             let stats = Arc::clone(&stats);
+            let slot = replicated.as_ref().map(|r| Arc::clone(&r.slot));
             std::thread::Builder::new()
                 .name("larch-writer".into())
-                .spawn(move || writer::run(rx, cell, wal, feed, health, stats))
+                .spawn(move || match slot {
+                    Some(slot) => consensus::writer::run(rx, cell, slot, stats),
+                    None => writer::run(rx, cell, wal, feed, health, stats),
+                })
                 .map_err(io("start the writer for", &options.dir))?
         };
         let store = Store {
@@ -380,8 +417,12 @@ impl Store {
                 health,
                 stats,
                 pins: Arc::new(LogPins::default()),
+                replicated,
             }),
         };
+        if options.replicated {
+            return Ok((store, report));
+        }
         let at_open = due_at_open(report.replayed, options.snapshot_after_records);
         let newest = match at_open {
             AtOpen::BeforeServing => store.snapshot_before_serving(&mut report),
@@ -561,7 +602,59 @@ impl Store {
             storage: Arc::clone(&self.inner.storage),
             wal_dir: self.inner.wal_dir.clone(),
             cell: Arc::clone(&self.inner.cell),
+            replicated: self.inner.replicated.is_some(),
         }
+    }
+
+    /// In a cluster ([`StoreOptions::replicated`]): the replicator the writer proposes
+    /// writes through, set once the consensus engine runs on this store. `false` if one
+    /// was set already, or the store is not replicated.
+    pub fn set_replicator(&self, replicator: Arc<dyn Replicator>) -> bool {
+        self.inner
+            .replicated
+            .as_ref()
+            .is_some_and(|r| r.slot.set(replicator).is_ok())
+    }
+
+    /// The write-ahead log, for a cluster's log storage: in a replicated store it holds
+    /// the replicated log ([`crate::consensus::entry`]).
+    pub fn wal(&self) -> &Arc<Wal> {
+        &self.inner.wal
+    }
+
+    /// The directory of the write-ahead log's segments.
+    pub fn wal_dir(&self) -> &Path {
+        &self.inner.wal_dir
+    }
+
+    /// Where the store's files live.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.inner.storage
+    }
+
+    /// In a cluster: applies committed entries of the replicated log, each with its LSN,
+    /// in log order ([`crate::consensus::apply`]), publishes the version that holds them
+    /// and hands their changes to the change feed. One result per entry. An error means
+    /// this node's state no longer matches the log; nothing of the call is published.
+    pub fn apply_replicated<'e>(
+        &self,
+        entries: impl IntoIterator<Item = (Lsn, &'e ReplicatedEntry)>,
+    ) -> Result<Vec<Applied>, StoreError> {
+        let Some(replicated) = &self.inner.replicated else {
+            return Err(StoreError::Unsupported(
+                "only a store in a cluster applies replicated entries",
+            ));
+        };
+        let mut scratch = replicated.apply.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.inner.cell.load();
+        let mut next = (*current).clone();
+        let mut changes = Vec::new();
+        let done = consensus::apply::apply_entries(&mut next, entries, &mut scratch, &mut changes)?;
+        if next.lsn != current.lsn {
+            self.inner.cell.publish(Arc::new(next));
+            self.inner.feed.deliver_committed(changes);
+        }
+        Ok(done)
     }
 
     /// Writes a snapshot of the current version (writes go on meanwhile, the writer paced to
@@ -601,6 +694,11 @@ impl Store {
     }
 
     fn write_snapshot_file(&self, pace: Pace) -> Result<Option<SnapshotInfo>, StoreError> {
+        if self.inner.replicated.is_some() {
+            return Err(StoreError::Unsupported(
+                "a store in a cluster writes no snapshot yet",
+            ));
+        }
         let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         let storage = &*self.inner.storage;
         let dir = &self.inner.snapshot_dir;
@@ -715,7 +813,7 @@ impl Store {
         if let Some(w) = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = w.join();
         }
-        if snapshot {
+        if snapshot && self.inner.replicated.is_none() {
             self.snapshot_now()?;
         }
         // A halted store says so in its own words (the log's error says less).

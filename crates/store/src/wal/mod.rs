@@ -50,6 +50,7 @@
 mod format;
 pub mod record;
 mod recovery;
+mod truncate;
 mod writer;
 
 use std::io;

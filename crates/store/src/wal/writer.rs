@@ -156,6 +156,10 @@ struct State {
     failed: Option<String>,
     closing: bool,
     sync_requested: bool,
+    /// A cut asked for ([`Wal::truncate_from`]): records from this LSN on go.
+    cut: Option<Lsn>,
+    /// Cuts done so far (a caller waits for the count to pass its own).
+    cuts_done: u64,
 }
 
 struct Shared {
@@ -310,6 +314,33 @@ impl SegmentWriter {
                 .map_err(|e| WalError::io("sync", &self.path, e))?;
             self.synced_lsn = self.written_lsn;
         }
+        Ok(())
+    }
+
+    /// [`Wal::truncate_from`] on the writer thread, everything before it written and
+    /// fsynced: the records from `from` on removed ([`super::truncate`]), and writing
+    /// goes on at the end of what is left.
+    fn cut_from(&mut self, from: Lsn) -> Result<(), WalError> {
+        let last = from - 1;
+        match super::truncate::cut_from(&*self.storage, &self.dir, from)? {
+            Some(end) => {
+                self.file = self
+                    .storage
+                    .open_append(&end.path)
+                    .map_err(|e| WalError::io("open", &end.path, e))?;
+                self.path = end.path;
+                self.size = end.len;
+            }
+            None => {
+                self.file = create_segment(&*self.storage, &self.dir, from)?;
+                self.path = self.dir.join(segment_name(from));
+                self.size = SEGMENT_HEADER_LEN as u64;
+            }
+        }
+        self.records_in_segment = u64::from(self.size > SEGMENT_HEADER_LEN as u64);
+        self.framed_lsn = last;
+        self.written_lsn = last;
+        self.synced_lsn = last;
         Ok(())
     }
 
@@ -578,6 +609,40 @@ impl Wal {
         Ok(removed)
     }
 
+    /// Removes every record with LSN >= `from` (written or queued), durably, and makes
+    /// `from` the next LSN; waits until it is done. For a replicated log, whose
+    /// uncommitted tail a new leader may replace; a single server never cuts its log.
+    /// Cutting after the last record changes nothing.
+    pub fn truncate_from(&self, from: Lsn) -> Result<(), WalError> {
+        let mut s = self.shared.lock();
+        if let Some(msg) = &s.failed {
+            return Err(WalError::Failed(msg.clone()));
+        }
+        if s.closing {
+            return Err(WalError::Closed);
+        }
+        if from >= s.next_lsn {
+            return Ok(());
+        }
+        let done = s.cuts_done + 1;
+        s.cut = Some(from.max(1));
+        self.shared.work.notify_one();
+        loop {
+            if s.cuts_done >= done {
+                return Ok(());
+            }
+            if let Some(msg) = &s.failed {
+                return Err(WalError::Failed(msg.clone()));
+            }
+            s = self.shared.done.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The LSN the next record gets.
+    pub fn next_lsn(&self) -> Lsn {
+        self.shared.lock().next_lsn
+    }
+
     /// Stops the writer after it has written and fsynced everything queued; reports an
     /// error if the writer had failed.
     pub fn close(mut self) -> Result<(), WalError> {
@@ -608,10 +673,10 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
     // When the oldest acknowledged-but-unsynced write happened (Batch policy).
     let mut unsynced_since: Option<Instant> = None;
     loop {
-        let (batch, closing, sync_requested) = {
+        let (batch, closing, sync_requested, cut) = {
             let mut s = shared.lock();
             loop {
-                if !s.queue.is_empty() || s.closing || s.sync_requested {
+                if !s.queue.is_empty() || s.closing || s.sync_requested || s.cut.is_some() {
                     break;
                 }
                 match (policy, unsynced_since) {
@@ -635,7 +700,12 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
                 }
             }
             let sync_requested = std::mem::take(&mut s.sync_requested);
-            (std::mem::take(&mut s.queue), s.closing, sync_requested)
+            (
+                std::mem::take(&mut s.queue),
+                s.closing,
+                sync_requested,
+                s.cut.take(),
+            )
         };
         w.begin_batch();
         let result = (|| {
@@ -654,8 +724,11 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
                 (SyncPolicy::Batch { window }, Some(t)) => t.elapsed() >= window,
                 _ => false,
             };
-            if policy == SyncPolicy::Always || closing || sync_requested || window_passed {
+            if policy == SyncPolicy::Always || closing || sync_requested || window_passed || cut.is_some() {
                 w.sync()?;
+            }
+            if let Some(from) = cut {
+                w.cut_from(from)?;
             }
             Ok::<(), WalError>(())
         })();
@@ -678,6 +751,10 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
         } else {
             None
         };
+        if let (Some(from), Ok(())) = (cut, &result) {
+            s.next_lsn = from;
+            s.cuts_done += 1;
+        }
         let failed = match result {
             Ok(()) => false,
             Err(e) => {

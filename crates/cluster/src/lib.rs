@@ -1,0 +1,29 @@
+//! `larch-cluster`: highly available writes. The store's write-ahead log is the log of an
+//! [openraft](https://docs.rs/openraft) cluster: a write is proposed by the leader's
+//! single writer, acknowledged once a majority has it on disk, and applied by every
+//! node's store in log order. openraft is pinned and stays behind the store's
+//! [`Replicator`](larch_store::consensus::Replicator) trait and this crate's types.
+//!
+//! The parts, one job each:
+//! - [`types`]: openraft's type configuration, and entries converted to and from the
+//!   store's replicated entries (entry `i` is the WAL record with LSN `i + 1`);
+//! - [`log_store`]: openraft's log storage on the store's WAL;
+//! - [`raft_state`]: the vote and the purged log ID, in one small file;
+//! - [`state_machine`]: the store, applying committed entries;
+//! - [`node`]: a running node, and the writer's way into the cluster;
+//! - [`network`]: how nodes reach each other.
+//!
+//! `docs/cluster.md` says what is guaranteed and what is not built yet.
+
+// openraft's traits fix the error types (`StorageError`, `RPCError`: 128 to 224 octets);
+// the helpers that build them return them as the traits do.
+#![allow(clippy::result_large_err)]
+
+pub mod log_store;
+pub mod network;
+pub mod node;
+pub mod raft_state;
+pub mod state_machine;
+pub mod types;
+
+pub use node::{ClusterError, ClusterNode, Timing};

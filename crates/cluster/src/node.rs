@@ -1,0 +1,309 @@
+//! A cluster node: openraft started on a replicated store, and the store's writer's
+//! [`Replicator`] (how the writer proposes writes and waits for them to be applied).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use larch_store::consensus::{Applied, ReplicateError, Replicator, WriteUnit};
+use larch_store::wal::Lsn;
+use larch_store::Store;
+use openraft::error::ClientWriteError;
+use openraft::network::RaftNetworkFactory;
+use openraft::{BasicNode, Config, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use tokio::runtime::Handle;
+
+use crate::log_store::LogStore;
+use crate::state_machine::StateMachine;
+use crate::types::{lsn_of, Larch, NodeId};
+
+/// Why a node could not start or act.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The store is not a replicated one, or has a replicator already.
+    #[error("the store is not a replicated store, or another cluster node runs on it")]
+    NotReplicated,
+    /// openraft refused its configuration.
+    #[error("bad cluster configuration: {0}")]
+    Config(String),
+    /// openraft failed to start or act.
+    #[error("cluster: {0}")]
+    Raft(String),
+}
+
+/// Timing of the consensus engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// How often the leader sends heartbeats.
+    pub heartbeat: Duration,
+    /// A follower that hears nothing for a random time in this range stands for election.
+    pub election_min: Duration,
+    /// See `election_min`.
+    pub election_max: Duration,
+    /// How long the writer waits for a write to be committed before answering
+    /// `unavailable`.
+    pub commit_timeout: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            heartbeat: Duration::from_millis(100),
+            election_min: Duration::from_millis(400),
+            election_max: Duration::from_millis(800),
+            commit_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// openraft's configuration from Larch's timing: no snapshots yet (see
+/// [`crate::state_machine`]).
+pub fn raft_config(timing: &Timing) -> Result<Config, ClusterError> {
+    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    Config {
+        cluster_name: "larch".into(),
+        heartbeat_interval: millis(timing.heartbeat),
+        election_timeout_min: millis(timing.election_min),
+        election_timeout_max: millis(timing.election_max),
+        snapshot_policy: SnapshotPolicy::Never,
+        ..Config::default()
+    }
+    .validate()
+    .map_err(|e| ClusterError::Config(e.to_string()))
+}
+
+/// One running node.
+pub struct ClusterNode {
+    id: NodeId,
+    raft: Raft<Larch>,
+    state_machine: StateMachine,
+}
+
+impl ClusterNode {
+    /// Starts node `id` on `store` (opened with `replicated` set) with `network`, its Raft
+    /// state in `state_dir`, and makes it the store's replicator.
+    pub async fn start<N>(
+        id: NodeId,
+        store: &Store,
+        state_dir: &Path,
+        network: N,
+        timing: Timing,
+    ) -> Result<ClusterNode, ClusterError>
+    where
+        N: RaftNetworkFactory<Larch>,
+    {
+        let log = LogStore::open(
+            Arc::clone(store.wal()),
+            Arc::clone(store.storage()),
+            store.wal_dir().to_path_buf(),
+            state_dir.to_path_buf(),
+        )
+        .map_err(|e| ClusterError::Raft(e.to_string()))?;
+        let state_machine = StateMachine::new(store.clone());
+        let config = Arc::new(raft_config(&timing)?);
+        let raft = Raft::new(id, config, network, log, state_machine.clone())
+            .await
+            .map_err(|e| ClusterError::Raft(e.to_string()))?;
+        let proposer = Proposer {
+            id,
+            raft: raft.clone(),
+            handle: Handle::current(),
+            timeout: timing.commit_timeout,
+        };
+        if !store.set_replicator(Arc::new(proposer)) {
+            let _ = raft.shutdown().await;
+            return Err(ClusterError::NotReplicated);
+        }
+        Ok(ClusterNode {
+            id,
+            raft,
+            state_machine,
+        })
+    }
+
+    /// Makes a new cluster of `members` (on one node, once, before any other call).
+    pub async fn initialize(&self, members: BTreeMap<NodeId, BasicNode>) -> Result<(), ClusterError> {
+        self.raft
+            .initialize(members)
+            .await
+            .map_err(|e| ClusterError::Raft(e.to_string()))
+    }
+
+    /// On the leader: adds node `id`, reached at `address`, and makes it a voter once it
+    /// has caught up with the log (a learner first, then a joint configuration, then the
+    /// new one). Returns once the new configuration is committed.
+    pub async fn add_node(&self, id: NodeId, address: &str) -> Result<(), ClusterError> {
+        self.raft
+            .add_learner(id, BasicNode::new(address), true)
+            .await
+            .map_err(|e| ClusterError::Raft(e.to_string()))?;
+        let mut voters: std::collections::BTreeSet<NodeId> = self
+            .metrics()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .collect();
+        voters.insert(id);
+        self.change_voters(voters).await
+    }
+
+    /// On the leader: removes node `id` from the cluster. Returns once the configuration
+    /// without it is committed.
+    pub async fn remove_node(&self, id: NodeId) -> Result<(), ClusterError> {
+        let voters = self
+            .metrics()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .filter(|v| *v != id)
+            .collect();
+        self.change_voters(voters).await
+    }
+
+    async fn change_voters(&self, voters: std::collections::BTreeSet<NodeId>) -> Result<(), ClusterError> {
+        self.raft
+            .change_membership(voters, false)
+            .await
+            .map(drop)
+            .map_err(|e| ClusterError::Raft(e.to_string()))
+    }
+
+    /// This node's number.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The engine (for the transport, and for tests).
+    pub fn raft(&self) -> &Raft<Larch> {
+        &self.raft
+    }
+
+    /// What the engine reports now.
+    pub fn metrics(&self) -> RaftMetrics<NodeId, BasicNode> {
+        self.raft.metrics().borrow().clone()
+    }
+
+    /// The LSN of the last entry applied to the store.
+    pub fn applied_lsn(&self) -> Lsn {
+        self.state_machine.last_applied().map_or(0, |l| lsn_of(&l))
+    }
+
+    /// Stops the engine (the store stays open; its writes then fail).
+    pub async fn shutdown(&self) -> Result<(), ClusterError> {
+        self.raft
+            .shutdown()
+            .await
+            .map_err(|e| ClusterError::Raft(e.to_string()))
+    }
+}
+
+/// The store's writer's way into the cluster.
+struct Proposer {
+    id: NodeId,
+    raft: Raft<Larch>,
+    handle: Handle,
+    timeout: Duration,
+}
+
+impl Proposer {
+    fn not_leader(&self, metrics: &RaftMetrics<NodeId, BasicNode>) -> ReplicateError {
+        ReplicateError::NotLeader {
+            leader: metrics.current_leader.and_then(|l| {
+                metrics
+                    .membership_config
+                    .membership()
+                    .get_node(&l)
+                    .map(|n| n.addr.clone())
+            }),
+        }
+    }
+}
+
+impl Replicator for Proposer {
+    fn ready(&self) -> Result<(), ReplicateError> {
+        let metrics = self.raft.metrics().borrow().clone();
+        if metrics.state != ServerState::Leader || metrics.current_leader != Some(self.id) {
+            return Err(self.not_leader(&metrics));
+        }
+        let last = metrics.last_log_index;
+        if metrics.last_applied.map(|l| l.index) >= last {
+            return Ok(());
+        }
+        // A new leader applies the entries of earlier terms once its blank entry commits.
+        self.handle
+            .block_on(
+                self.raft
+                    .wait(Some(self.timeout))
+                    .applied_index_at_least(last, "the leader applies its log"),
+            )
+            .map(drop)
+            .map_err(|e| ReplicateError::Unavailable(e.to_string()))
+    }
+
+    fn replicate(&self, writes: Vec<WriteUnit>) -> Vec<Result<Lsn, ReplicateError>> {
+        let count = writes.len();
+        self.handle.block_on(async {
+            // Proposed one after another, so they take consecutive places in the log.
+            let mut waiting = Vec::with_capacity(count);
+            for write in writes {
+                waiting.push(self.raft.client_write_ff(write).await);
+            }
+            let mut results = Vec::with_capacity(count);
+            let mut metrics = self.raft.metrics();
+            for proposed in waiting {
+                let result = match proposed {
+                    Err(fatal) => Err(ReplicateError::Unavailable(fatal.to_string())),
+                    Ok(rx) => match tokio::select! {
+                        answer = tokio::time::timeout(self.timeout, rx) => answer,
+                        () = lost_leadership(&mut metrics, self.id) => {
+                            results.push(Err(ReplicateError::Unavailable(
+                                "this node stopped leading before the write was committed".into(),
+                            )));
+                            continue;
+                        }
+                    } {
+                        Err(_) => Err(ReplicateError::Unavailable(format!(
+                            "not committed within {:?}",
+                            self.timeout
+                        ))),
+                        Ok(Err(_)) => Err(ReplicateError::Unavailable("the engine stopped".into())),
+                        Ok(Ok(Ok(response))) => match response.data {
+                            Applied::Write => Ok(lsn_of(&response.log_id)),
+                            Applied::Superseded => Err(ReplicateError::Superseded),
+                            other => Err(ReplicateError::Unavailable(format!(
+                                "the write was applied as {other:?}"
+                            ))),
+                        },
+                        Ok(Ok(Err(ClientWriteError::ForwardToLeader(f)))) => Err(ReplicateError::NotLeader {
+                            leader: f.leader_node.map(|n| n.addr),
+                        }),
+                        Ok(Ok(Err(e))) => Err(ReplicateError::Unavailable(e.to_string())),
+                    },
+                };
+                results.push(result);
+            }
+            results
+        })
+    }
+}
+
+/// Returns once node `me` no longer leads, or its engine stopped: a write it proposed
+/// may then never be answered.
+async fn lost_leadership(
+    metrics: &mut tokio::sync::watch::Receiver<RaftMetrics<NodeId, BasicNode>>,
+    me: NodeId,
+) {
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            if m.state != ServerState::Leader || m.current_leader != Some(me) {
+                return;
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Three nodes in one process: writes on the leader reach every node, a follower refuses
+//! writes and names the leader, and the cluster ends in the state a single server reaches
+//! with the same acknowledged writes.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{address, apply, content, open_store, write, Cluster, Op, SUFFIX};
+use larch_store::consensus::ReplicateError;
+use larch_store::storage::FaultStorage;
+use larch_store::StoreError;
+
+fn add(name: &str, value: &str) -> Op {
+    Op::Add {
+        dn: format!("cn={name},{SUFFIX}"),
+        value: value.into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_on_the_leader_reach_every_node() {
+    let cluster = Cluster::start(3, 1).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let store = &cluster.nodes[&leader].store;
+    write(
+        store,
+        Op::Add {
+            dn: SUFFIX.into(),
+            value: "top".into(),
+        },
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    for i in 0..20 {
+        write(store, add(&format!("e{i}"), &format!("v{i}")))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    // A refusal of the write itself travels back like on a single server.
+    let twice = write(store, add("e0", "again")).await.unwrap();
+    assert!(matches!(twice, Err(StoreError::AlreadyExists)), "{twice:?}");
+    // The leader's own store has the write once it is acknowledged.
+    assert_eq!(content(&store.current()).len(), 21);
+
+    let state = cluster.converged(Duration::from_secs(10)).await;
+    assert_eq!(state.len(), 21);
+    assert_eq!(
+        state.get("cn=e7,dc=example,dc=com").map(String::as_str),
+        Some("v7")
+    );
+
+    let follower = cluster.ids.iter().copied().find(|id| *id != leader).unwrap();
+    let refused = write(&cluster.nodes[&follower].store, add("x", "y")).await;
+    match refused {
+        Err(StoreError::Replication(ReplicateError::NotLeader { leader: named })) => {
+            assert_eq!(named, Some(address(leader)));
+        }
+        other => panic!("a follower took a write: {other:?}"),
+    }
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cluster_ends_where_a_single_server_ends() {
+    // The same writes, some refused (an entry added twice, a delete of a missing one),
+    // through a three-node cluster and a single server: the same final state.
+    let mut ops = vec![Op::Add {
+        dn: SUFFIX.into(),
+        value: "top".into(),
+    }];
+    let mut rng = 0x5eed_u64;
+    for i in 0..120u64 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let name = format!("e{}", rng % 25);
+        ops.push(match rng % 4 {
+            0 | 1 => add(&name, &format!("v{i}")),
+            2 => Op::Modify {
+                dn: format!("cn={name},{SUFFIX}"),
+                value: format!("m{i}"),
+            },
+            _ => Op::Delete {
+                dn: format!("cn={name},{SUFFIX}"),
+            },
+        });
+    }
+    let single = open_store(&FaultStorage::new(9), false);
+    let mut single_results = Vec::new();
+    for op in &ops {
+        let store = single.clone();
+        let op = op.clone();
+        let r = tokio::task::spawn_blocking(move || apply(&store, op))
+            .await
+            .unwrap()
+            .unwrap();
+        single_results.push(r.is_ok());
+    }
+
+    let cluster = Cluster::start(3, 2).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let mut cluster_results = Vec::new();
+    for op in &ops {
+        let r = write(&cluster.nodes[&leader].store, op.clone()).await.unwrap();
+        cluster_results.push(r.is_ok());
+    }
+    assert_eq!(cluster_results, single_results, "the same writes were refused");
+    let state = cluster.converged(Duration::from_secs(10)).await;
+    assert_eq!(state, content(&single.current()));
+    cluster.stop().await;
+}

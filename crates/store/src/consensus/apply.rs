@@ -1,0 +1,79 @@
+//! Applying committed entries of the replicated log to a version (step 4 of [`super`]).
+//!
+//! Every node applies every committed entry, in log order, the same way: a blank or
+//! membership entry moves the version's LSN on and changes nothing; a write that landed
+//! where it was computed to land ([`WriteUnit::fits`]) applies its changes, as replay does
+//! at a single server's start; one that did not is skipped. An entry at or below the
+//! version's LSN is already in it (the engine may hand entries again after a restart)
+//! and is skipped too.
+
+use super::entry::{EntryBody, ReplicatedEntry};
+use crate::error::StoreError;
+use crate::feed::CommittedChange;
+use crate::txn::apply_change;
+use crate::version::Version;
+use crate::wal::record::Change;
+use crate::wal::Lsn;
+
+/// What applying an entry did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The entry changed no entry (a blank or membership entry).
+    Nothing,
+    /// The write's changes were applied.
+    Write,
+    /// The write landed elsewhere than it was computed for, and was skipped.
+    Superseded,
+    /// The version already held the entry.
+    Already,
+}
+
+/// Applies `entries` (each with its LSN, in order) to `version`; the changes applied are
+/// appended to `feed`, each with its write's LSN (a write's changes share it; the last
+/// ends the write). An entry that does not follow the version's LSN, or a change that
+/// does not apply, is an error: the node's state no longer matches the log.
+pub(crate) fn apply_entries<'e>(
+    version: &mut Version,
+    entries: impl IntoIterator<Item = (Lsn, &'e ReplicatedEntry)>,
+    scratch: &mut Vec<u8>,
+    feed: &mut Vec<CommittedChange>,
+) -> Result<Vec<Applied>, StoreError> {
+    let mut done = Vec::new();
+    for (lsn, entry) in entries {
+        if lsn <= version.lsn {
+            done.push(Applied::Already);
+            continue;
+        }
+        if lsn != version.lsn + 1 {
+            return Err(StoreError::Replay {
+                lsn,
+                problem: format!("the entry does not follow LSN {}, the last applied", version.lsn),
+            });
+        }
+        let applied = match &entry.body {
+            EntryBody::Blank | EntryBody::Membership(_) => Applied::Nothing,
+            EntryBody::Write(unit) if !unit.fits(lsn) => Applied::Superseded,
+            EntryBody::Write(unit) => {
+                let count = unit.changes.len();
+                for (i, payload) in unit.changes.iter().enumerate() {
+                    let change = Change::decode(payload).map_err(|e| StoreError::Replay {
+                        lsn,
+                        problem: e.to_string(),
+                    })?;
+                    apply_change(version, &change, scratch)
+                        .map_err(|problem| StoreError::Replay { lsn, problem })?;
+                    feed.push(CommittedChange {
+                        lsn,
+                        ends_write: i + 1 == count,
+                        change,
+                        states: None,
+                    });
+                }
+                Applied::Write
+            }
+        };
+        version.lsn = lsn;
+        done.push(applied);
+    }
+    Ok(done)
+}

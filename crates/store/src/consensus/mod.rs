@@ -1,0 +1,74 @@
+//! A store whose log is replicated: the seam between the store's single writer and a
+//! consensus engine (the cluster, `larch-cluster`). The store knows nothing of the engine;
+//! the engine knows nothing of entries and indexes.
+//!
+//! How a write goes, in steps:
+//! 1. The writer thread takes a batch of jobs, as a single server's does, and asks the
+//!    [`Replicator`] whether this node may write ([`Replicator::ready`]: it leads, and has
+//!    applied every entry of its log, so its newest version is the cluster's).
+//! 2. It runs the jobs on a copy of the newest version. Each job's changes become one
+//!    [`WriteUnit`], stamped with the LSN it must land at ([`entry`] says why that makes
+//!    a stale write harmless).
+//! 3. It hands the units to [`Replicator::replicate`], which proposes them, in order, and
+//!    returns once each is committed by a majority and applied here, or refused.
+//! 4. Nothing of the writer's copy is published: every node, this one included, applies
+//!    committed entries through [`Store::apply_replicated`](crate::Store::apply_replicated)
+//!    in log order, which publishes a version per call and feeds the change feed. Then the
+//!    writer reports each job's result.
+//!
+//! The WAL holds the replicated log (the engine's log storage appends, truncates and reads
+//! it; see [`entry`] for its payloads), so a committed write is on disk once on a majority
+//! of nodes, and nothing is logged twice.
+//!
+//! What a replicated store does not do yet: write snapshots (so it replays the whole log
+//! at every start), or install one sent by a leader. See `docs/cluster.md`.
+
+pub mod apply;
+pub mod entry;
+pub(crate) mod writer;
+
+use std::sync::{Arc, OnceLock};
+
+pub use apply::Applied;
+pub use entry::{
+    index_of_lsn, leadership_of, lsn_of_index, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteUnit,
+};
+
+use crate::wal::Lsn;
+
+/// Why a write was not applied by the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplicateError {
+    /// This node does not lead the cluster; `leader` names the one that does, when known
+    /// (its client address, as configured).
+    #[error("this server is not the cluster's leader{}", leader.as_ref().map(|l| format!(" ({l} is)")).unwrap_or_default())]
+    NotLeader {
+        /// The leader's client address, when known.
+        leader: Option<String>,
+    },
+    /// The write was committed at another place in the log than the one it was computed
+    /// for (the leadership changed meanwhile), so no node applied it.
+    #[error("the cluster's leadership changed while the write was made; it was not applied, try again")]
+    Superseded,
+    /// The write could not be committed in time, or the engine failed: it may still be
+    /// committed later.
+    #[error("the cluster could not commit the write ({0}); it may or may not be applied")]
+    Unavailable(String),
+}
+
+/// The consensus engine, as the store's writer sees it.
+pub trait Replicator: Send + Sync {
+    /// Waits until this node may compute writes on its newest version (it leads and has
+    /// applied its whole log), or says why it may not.
+    fn ready(&self) -> Result<(), ReplicateError>;
+
+    /// Proposes `writes`, in order, and waits until each is committed and applied here
+    /// (its LSN) or refused. One result per write, in order.
+    fn replicate(&self, writes: Vec<WriteUnit>) -> Vec<Result<Lsn, ReplicateError>>;
+}
+
+/// Where a replicated store's writer finds its replicator: set once, after the engine is
+/// started on the store (which it needs as its state machine). Until then writes fail
+/// with [`ReplicateError::Unavailable`].
+pub type ReplicatorSlot = Arc<OnceLock<Arc<dyn Replicator>>>;

@@ -1,0 +1,107 @@
+//! The writer thread of a replicated store (steps 1 to 4 of [`super`]).
+
+use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{ReplicateError, ReplicatorSlot, WriteUnit};
+use crate::error::StoreError;
+use crate::stats::StoreStats;
+use crate::txn::WriteTxn;
+use crate::version::Version;
+use crate::version_cell::VersionCell;
+use crate::writer::{Finish, Job, MAX_BATCH};
+
+/// The writer loop; returns when every sender is gone.
+pub(crate) fn run(
+    jobs: Receiver<Job>,
+    cell: Arc<VersionCell<Version>>,
+    slot: ReplicatorSlot,
+    stats: Arc<StoreStats>,
+) {
+    let mut log = Vec::new();
+    let mut kept = Vec::new();
+    let mut scratch: Vec<u8> = Vec::with_capacity(1024);
+    loop {
+        let first = match jobs.recv() {
+            Ok(job) => job,
+            Err(RecvError) => return,
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        let Some(replicator) = slot.get() else {
+            refuse(
+                batch,
+                &ReplicateError::Unavailable("the cluster is not started".into()),
+            );
+            continue;
+        };
+        if let Err(e) = replicator.ready() {
+            refuse(batch, &e);
+            continue;
+        }
+        // Step 2: the batch on a copy of the newest version, one unit per job that changed
+        // something.
+        let base = cell.load();
+        let mut working: Version = (*base).clone();
+        let mut units: Vec<WriteUnit> = Vec::new();
+        let mut finishers: Vec<(Finish, Option<usize>)> = Vec::with_capacity(batch.len());
+        for job in batch {
+            log.clear();
+            let mut txn = WriteTxn {
+                version: &mut working,
+                log: &mut log,
+                scratch: &mut scratch,
+                changes: &mut kept,
+                keep_changes: false,
+            };
+            let finish = job(Ok(&mut txn));
+            if log.is_empty() {
+                finishers.push((finish, None));
+                continue;
+            }
+            units.push(WriteUnit {
+                expected_lsn: base.lsn + units.len() as u64 + 1,
+                changes: log.drain(..).map(|r| r.payload).collect(),
+            });
+            finishers.push((finish, Some(units.len() - 1)));
+        }
+        if units.is_empty() {
+            for (finish, _) in finishers {
+                finish(Ok(()));
+            }
+            continue;
+        }
+        // Steps 3 and 4: proposed, committed, applied by every node (here too).
+        let records = units.iter().map(|u| u.changes.len() as u64).sum();
+        let handed = Instant::now();
+        let results = replicator.replicate(units);
+        let nanos = u64::try_from(handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        stats.committed(finishers.len() as u64, records, nanos);
+        for (finish, unit) in finishers {
+            finish(match unit {
+                None => Ok(()),
+                Some(i) => match results.get(i) {
+                    Some(Ok(_)) => Ok(()),
+                    Some(Err(e)) => Err(StoreError::Replication(e.clone())),
+                    None => Err(StoreError::Replication(ReplicateError::Unavailable(
+                        "the cluster gave no result for the write".into(),
+                    ))),
+                },
+            });
+        }
+    }
+}
+
+/// Fails every job of a batch that cannot be written here.
+fn refuse(batch: Vec<Job>, why: &ReplicateError) {
+    for job in batch {
+        let e = || StoreError::Replication(why.clone());
+        job(Err(e()))(Err(e()));
+    }
+}
