@@ -11,7 +11,8 @@
 //! - [`raft_state`]: the vote and the purged log ID, in one small file;
 //! - [`state_machine`]: the store, applying committed entries;
 //! - [`node`]: a running node, and the writer's way into the cluster;
-//! - [`network`]: how nodes reach each other.
+//! - [`network`]: how nodes reach each other: in one process for tests, or over TCP
+//!   (optionally mutual TLS) with a hand-written binary encoding of openraft's messages.
 //!
 //! `docs/cluster.md` says what is guaranteed and what is not built yet.
 

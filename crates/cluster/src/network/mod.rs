@@ -1,4 +1,6 @@
 //! How nodes reach each other. [`memory`]: in one process, with seeded faults, for tests;
-//! the TCP transport with TLS client certificates is the next step (`docs/cluster.md`).
+//! [`tcp`]: between processes, over TCP or mutual TLS, its messages encoded by [`codec`].
 
+pub mod codec;
 pub mod memory;
+pub mod tcp;

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use larch_cluster::network::memory::Router;
+use larch_cluster::types::Larch;
 use larch_cluster::{ClusterNode, Timing};
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
@@ -16,6 +17,7 @@ use larch_store::consensus::ReplicateError;
 use larch_store::storage::FaultStorage;
 use larch_store::wal::SyncPolicy;
 use larch_store::{Store, StoreError, StoreOptions, Version};
+use openraft::network::RaftNetworkFactory;
 use openraft::{BasicNode, ServerState};
 
 pub const SUFFIX: &str = "dc=example,dc=com";
@@ -159,17 +161,22 @@ pub fn address(id: u64) -> String {
 }
 
 async fn start_node(router: &Router, id: u64, storage: FaultStorage) -> Node {
+    let node = start_node_with(id, storage, router.network(id)).await;
+    router.add(id, node.node.raft().clone());
+    node
+}
+
+/// Starts node `id` on `storage` with any transport; making it reachable is the caller's
+/// part.
+pub async fn start_node_with<N: RaftNetworkFactory<Larch>>(
+    id: u64,
+    storage: FaultStorage,
+    network: N,
+) -> Node {
     let store = open_store(&storage, true);
-    let node = ClusterNode::start(
-        id,
-        &store,
-        Path::new("/data/cluster"),
-        router.network(id),
-        timing(),
-    )
-    .await
-    .unwrap();
-    router.add(id, node.raft().clone());
+    let node = ClusterNode::start(id, &store, Path::new("/data/cluster"), network, timing())
+        .await
+        .unwrap();
     Node {
         id,
         storage,
@@ -179,6 +186,17 @@ async fn start_node(router: &Router, id: u64, storage: FaultStorage) -> Node {
 }
 
 impl Cluster {
+    /// A cluster of nodes started and initialized elsewhere (another transport: the
+    /// router then reaches none of them).
+    pub fn of_nodes(nodes: BTreeMap<u64, Node>) -> Cluster {
+        Cluster {
+            router: Router::new(0),
+            ids: nodes.keys().copied().collect(),
+            nodes,
+            down: BTreeMap::new(),
+        }
+    }
+
     /// `n` nodes numbered from 1, initialized on node 1; waits for a leader.
     pub async fn start(n: u64, seed: u64) -> Cluster {
         let router = Router::new(seed);
