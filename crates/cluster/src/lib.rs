@@ -11,6 +11,7 @@
 //! - [`raft_state`]: the vote and the purged log ID, in one small file;
 //! - [`state_machine`]: the store, applying committed entries;
 //! - [`node`]: a running node, and the writer's way into the cluster;
+//! - [`status`]: a node's view of the cluster in plain terms, for monitoring;
 //! - [`network`]: how nodes reach each other: in one process for tests, or over TCP
 //!   (optionally mutual TLS) with a hand-written binary encoding of openraft's messages.
 //!
@@ -25,6 +26,7 @@ pub mod network;
 pub mod node;
 pub mod raft_state;
 pub mod state_machine;
+pub mod status;
 pub mod types;
 
 pub use node::{ClusterError, ClusterNode, Timing};

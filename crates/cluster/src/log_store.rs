@@ -6,6 +6,14 @@
 //! Appends go to the log's group commit and are reported flushed when fsynced. The newest
 //! [`CACHED_ENTRIES`] entries are kept in memory as well, so sending them to followers
 //! reads no file; older ones are read back from the segments.
+//!
+//! The committed log ID is kept as a hint in `committed` beside the state file (written at
+//! most every [`COMMITTED_HINT_EVERY`], fsynced and renamed into place, off the write
+//! path): at a restart the
+//! node applies its log up to it at once, so it serves its data before it hears from a
+//! leader. A hint lost in a crash only means fewer entries applied before that; a hint
+//! beyond the log's end (its tail lost in the crash) is cut back to the last entry, which
+//! was committed since every entry up to the hint was.
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
@@ -25,6 +33,12 @@ use crate::types::{from_replicated, lsn_of, to_replicated, Entry, Larch, NodeId}
 /// Entries kept in memory besides the log (the newest ones).
 pub const CACHED_ENTRIES: usize = 8192;
 
+/// How often, at most, the committed hint is written.
+pub const COMMITTED_HINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The committed hint's file in the state directory.
+const COMMITTED_FILE: &str = "committed";
+
 /// The log storage; clones share it (one is openraft's reader).
 #[derive(Clone)]
 pub struct LogStore {
@@ -38,6 +52,8 @@ struct Inner {
     state_dir: PathBuf,
     state: Mutex<RaftState>,
     cache: Mutex<Cache>,
+    /// When the committed hint was last written.
+    hint_written: Mutex<Option<std::time::Instant>>,
 }
 
 /// The newest entries, consecutive; `last` is the log's last entry.
@@ -80,6 +96,7 @@ impl LogStore {
                 state_dir,
                 state: Mutex::new(state),
                 cache: Mutex::new(Cache::default()),
+                hint_written: Mutex::new(None),
             }),
         };
         let newest = store.read_from_disk(from, last_lsn)?;
@@ -106,6 +123,54 @@ impl LogStore {
             out.push(entry);
         }
         Ok(out)
+    }
+
+    /// Writes the committed hint: 24 octets (term, leader node, index), then its CRC32C.
+    fn write_hint(&self, committed: LogId<NodeId>) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(28);
+        bytes.extend_from_slice(&committed.leader_id.term.to_le_bytes());
+        bytes.extend_from_slice(&committed.leader_id.node_id.to_le_bytes());
+        bytes.extend_from_slice(&committed.index.to_le_bytes());
+        let crc = crc32c::crc32c(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        let storage = &*self.inner.storage;
+        let tmp = self.inner.state_dir.join(format!("{COMMITTED_FILE}.tmp"));
+        match storage.remove(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut file = storage.open_append(&tmp)?;
+        file.write_all(&bytes)?;
+        file.sync()?;
+        drop(file);
+        storage.rename(&tmp, &self.inner.state_dir.join(COMMITTED_FILE))?;
+        storage.sync_dir(&self.inner.state_dir)
+    }
+
+    /// The committed hint, when there is a whole one.
+    fn read_hint(&self) -> Option<LogId<NodeId>> {
+        let bytes = self
+            .inner
+            .storage
+            .read(&self.inner.state_dir.join(COMMITTED_FILE))
+            .ok()?;
+        let word = |at: usize| {
+            bytes
+                .get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+        };
+        let crc = bytes
+            .get(24..28)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)?;
+        if bytes.len() != 28 || crc32c::crc32c(bytes.get(..24)?) != crc {
+            return None;
+        }
+        Some(LogId::new(
+            openraft::CommittedLeaderId::new(word(0)?, word(8)?),
+            word(16)?,
+        ))
     }
 
     fn save_state(&self, change: impl FnOnce(&mut RaftState)) -> Result<(), StorageError<NodeId>> {
@@ -200,6 +265,37 @@ impl RaftLogStorage<Larch> for LogStore {
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
         Ok(lock(&self.inner.state).vote)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId<NodeId>>) -> Result<(), StorageError<NodeId>> {
+        let Some(committed) = committed else { return Ok(()) };
+        {
+            let mut written = lock(&self.inner.hint_written);
+            if written.is_some_and(|at| at.elapsed() < COMMITTED_HINT_EVERY) {
+                return Ok(());
+            }
+            *written = Some(std::time::Instant::now());
+        }
+        let this = self.clone();
+        // A hint: a failure to write it costs only a slower start.
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = this.write_hint(committed) {
+                tracing::debug!(error = %e, "cluster: cannot write the committed hint");
+            }
+        });
+        Ok(())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+        let Some(hint) = self.read_hint() else {
+            return Ok(None);
+        };
+        let last = lock(&self.inner.cache).last;
+        Ok(match last {
+            Some(last) if last.index < hint.index => Some(last),
+            Some(_) => Some(hint),
+            None => None,
+        })
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<Larch>) -> Result<(), StorageError<NodeId>>

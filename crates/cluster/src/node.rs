@@ -9,7 +9,7 @@ use std::time::Duration;
 use larch_store::consensus::{Applied, ReplicateError, Replicator, WriteUnit};
 use larch_store::wal::Lsn;
 use larch_store::Store;
-use openraft::error::ClientWriteError;
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::network::RaftNetworkFactory;
 use openraft::{BasicNode, Config, Raft, RaftMetrics, ServerState, SnapshotPolicy};
 use tokio::runtime::Handle;
@@ -28,6 +28,9 @@ pub enum ClusterError {
     /// openraft refused its configuration.
     #[error("bad cluster configuration: {0}")]
     Config(String),
+    /// The node is a member of a cluster already (initialize refused).
+    #[error("this node is already a member of a cluster")]
+    AlreadyInitialized,
     /// openraft failed to start or act.
     #[error("cluster: {0}")]
     Raft(String),
@@ -79,7 +82,19 @@ pub struct ClusterNode {
     id: NodeId,
     raft: Raft<Larch>,
     state_machine: StateMachine,
+    client_urls: ClientUrls,
 }
+
+impl std::fmt::Debug for ClusterNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterNode")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where clients reach each node (its LDAP URL), for the referrals of a follower.
+type ClientUrls = Arc<std::sync::RwLock<BTreeMap<NodeId, String>>>;
 
 impl ClusterNode {
     /// Starts node `id` on `store` (opened with `replicated` set) with `network`, its Raft
@@ -106,11 +121,13 @@ impl ClusterNode {
         let raft = Raft::new(id, config, network, log, state_machine.clone())
             .await
             .map_err(|e| ClusterError::Raft(e.to_string()))?;
+        let client_urls = ClientUrls::default();
         let proposer = Proposer {
             id,
             raft: raft.clone(),
             handle: Handle::current(),
             timeout: timing.commit_timeout,
+            client_urls: Arc::clone(&client_urls),
         };
         if !store.set_replicator(Arc::new(proposer)) {
             let _ = raft.shutdown().await;
@@ -120,15 +137,17 @@ impl ClusterNode {
             id,
             raft,
             state_machine,
+            client_urls,
         })
     }
 
     /// Makes a new cluster of `members` (on one node, once, before any other call).
     pub async fn initialize(&self, members: BTreeMap<NodeId, BasicNode>) -> Result<(), ClusterError> {
-        self.raft
-            .initialize(members)
-            .await
-            .map_err(|e| ClusterError::Raft(e.to_string()))
+        match self.raft.initialize(members).await {
+            Ok(()) => Ok(()),
+            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Err(ClusterError::AlreadyInitialized),
+            Err(e) => Err(ClusterError::Raft(e.to_string())),
+        }
     }
 
     /// On the leader: adds node `id`, reached at `address`, and makes it a voter once it
@@ -170,6 +189,13 @@ impl ClusterNode {
             .map_err(|e| ClusterError::Raft(e.to_string()))
     }
 
+    /// Sets where clients reach each node: a write refused on a follower names the
+    /// leader's URL from this table (without one, the leader's address in the cluster's
+    /// configuration).
+    pub fn set_client_urls(&self, urls: BTreeMap<NodeId, String>) {
+        *self.client_urls.write().unwrap_or_else(|e| e.into_inner()) = urls;
+    }
+
     /// This node's number.
     pub fn id(&self) -> NodeId {
         self.id
@@ -183,6 +209,11 @@ impl ClusterNode {
     /// What the engine reports now.
     pub fn metrics(&self) -> RaftMetrics<NodeId, BasicNode> {
         self.raft.metrics().borrow().clone()
+    }
+
+    /// This node's view of the cluster, in plain terms.
+    pub fn status(&self) -> crate::status::Status {
+        crate::status::Status::from_metrics(&self.raft.metrics().borrow())
     }
 
     /// The LSN of the last entry applied to the store.
@@ -205,19 +236,27 @@ struct Proposer {
     raft: Raft<Larch>,
     handle: Handle,
     timeout: Duration,
+    client_urls: ClientUrls,
 }
 
 impl Proposer {
     fn not_leader(&self, metrics: &RaftMetrics<NodeId, BasicNode>) -> ReplicateError {
         ReplicateError::NotLeader {
-            leader: metrics.current_leader.and_then(|l| {
-                metrics
-                    .membership_config
-                    .membership()
-                    .get_node(&l)
-                    .map(|n| n.addr.clone())
-            }),
+            leader: metrics.current_leader.and_then(|l| self.client_url(l, metrics)),
         }
+    }
+
+    /// Where clients reach node `id`.
+    fn client_url(&self, id: NodeId, metrics: &RaftMetrics<NodeId, BasicNode>) -> Option<String> {
+        let urls = self.client_urls.read().unwrap_or_else(|e| e.into_inner());
+        if urls.is_empty() {
+            return metrics
+                .membership_config
+                .membership()
+                .get_node(&id)
+                .map(|n| n.addr.clone());
+        }
+        urls.get(&id).cloned()
     }
 }
 
@@ -276,9 +315,9 @@ impl Replicator for Proposer {
                                 "the write was applied as {other:?}"
                             ))),
                         },
-                        Ok(Ok(Err(ClientWriteError::ForwardToLeader(f)))) => Err(ReplicateError::NotLeader {
-                            leader: f.leader_node.map(|n| n.addr),
-                        }),
+                        Ok(Ok(Err(ClientWriteError::ForwardToLeader(_)))) => {
+                            Err(self.not_leader(&self.raft.metrics().borrow()))
+                        }
                         Ok(Ok(Err(e))) => Err(ReplicateError::Unavailable(e.to_string())),
                     },
                 };

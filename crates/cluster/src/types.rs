@@ -8,7 +8,8 @@ use larch_store::consensus::{
     index_of_lsn, lsn_of_index, Applied, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteUnit,
 };
 use larch_store::wal::Lsn;
-use openraft::{BasicNode, CommittedLeaderId, EntryPayload, LogId, Membership};
+pub use openraft::BasicNode;
+use openraft::{CommittedLeaderId, EntryPayload, LogId, Membership};
 
 openraft::declare_raft_types!(
     /// Larch's instance of openraft: a write unit in, what applying it did out; nodes

@@ -315,3 +315,50 @@ async fn a_replaced_node_catches_up_from_the_log() {
     assert!(voters.contains(&4) && !voters.contains(&gone), "{voters:?}");
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_node_serves_what_it_had_before_it_hears_from_a_leader() {
+    let mut cluster = Cluster::start(3, 7).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let store = cluster.nodes[&leader].store.clone();
+    write(
+        &store,
+        Op::Add {
+            dn: SUFFIX.into(),
+            value: "top".into(),
+        },
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    for i in 0..10 {
+        write(&store, add(&format!("h{i}"), "v")).await.unwrap().unwrap();
+    }
+    let state = cluster.converged(Duration::from_secs(10)).await;
+    // The committed hint is written at most every 200 ms.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    write(&store, add("after", "v")).await.unwrap().unwrap();
+    cluster.converged(Duration::from_secs(10)).await;
+    let follower = cluster.ids.iter().copied().find(|id| *id != leader).unwrap();
+    cluster.kill(follower).await;
+    // Back, but cut off from every other node: it applies its own log up to the hint.
+    cluster.router.partition(&[follower], &cluster.ids);
+    cluster.restart(follower).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let held = content(&cluster.nodes[&follower].store.current());
+        if state.iter().all(|(dn, v)| held.get(dn) == Some(v)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the restarted node serves {} of {} entries",
+            held.len(),
+            state.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cluster.router.heal();
+    cluster.converged(Duration::from_secs(10)).await;
+    cluster.stop().await;
+}

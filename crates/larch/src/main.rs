@@ -72,6 +72,9 @@ enum Command {
     Restore(backup_cmd::RestoreArgs),
     /// A running server's state in a few lines, read from its cn=Monitor.
     Status(status_cmd::StatusArgs),
+    /// A cluster node's view of its cluster: `larch cluster status`.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// Hash a password into a userPassword value, as OpenLDAP's slappasswd.
     Passwd(passwd_cmd::PasswdArgs),
     /// Check a configuration file as `larch serve --config FILE` reads it: every error.
@@ -81,6 +84,14 @@ enum Command {
     /// Move from OpenLDAP: a slapd configuration and slapcat's LDIF into a new Larch
     /// directory, with a report of what carried over.
     Migrate(migrate::MigrateArgs),
+}
+
+/// `larch cluster ...`.
+#[derive(Debug, Subcommand)]
+enum ClusterCommand {
+    /// The node's role, the leader, the term, how far its log and store reach, and the
+    /// members, read from its cn=Cluster,cn=Monitor (docs/cluster.md).
+    Status(status_cmd::StatusArgs),
 }
 
 /// `larch gen`.
@@ -336,6 +347,9 @@ fn main() -> ExitCode {
         Some(Command::Backup(args)) => report("backup", backup_cmd::backup(args)),
         Some(Command::Restore(args)) => report("restore", backup_cmd::restore_cmd(args)),
         Some(Command::Status(args)) => report("status", status_cmd::status(args)),
+        Some(Command::Cluster(ClusterCommand::Status(args))) => {
+            report("cluster status", status_cmd::cluster_status(args))
+        }
         Some(Command::Migrate(args)) => migrate::migrate(args),
     }
 }

@@ -14,7 +14,8 @@
 //! 4. start the runtime and the metrics endpoint (`[metrics] listen`: alive, not ready),
 //!    open the store, set up a new data directory, hand the directory to the endpoint
 //!    (ready), start the SIGHUP handler, the `[[replication]]` consumers
-//!    ([`larch_server::syncrepl`]) and the listeners;
+//!    ([`larch_server::syncrepl`]), the cluster node (`[cluster]`,
+//!    [`larch_server::cluster`]) and the listeners;
 //! 5. on SIGTERM or SIGINT, stop serving, stop the consumers, close the access log, write a
 //!    snapshot.
 //!
@@ -321,6 +322,12 @@ fn run(
             runtime.handle(),
         )?)
     };
+    // A cluster node joins its cluster before clients can connect: its writes go through
+    // the cluster, and the first leader sets the directory up.
+    let cluster = match dir.config.cluster {
+        None => None,
+        Some(_) => Some(runtime.block_on(larch_server::cluster::start(Arc::clone(&dir)))?),
+    };
     let served = runtime.block_on(larch_server::net::run(dir.clone(), stop, |bound| {
         for b in bound {
             info!(url = %b, "listening");
@@ -328,6 +335,10 @@ fn run(
     }));
     if let Some(c) = consumers {
         // Before the store closes: a batch already with the writer completes, no other.
+        runtime.block_on(c.stop());
+    }
+    if let Some(c) = cluster {
+        // The engine stops before the store closes: no entry is applied after it.
         runtime.block_on(c.stop());
     }
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);

@@ -11,7 +11,12 @@
 //! store: 100002 entries, LSN 5123, writable; 123 log records since the last snapshot (LSN 5000, 20261126200000Z)
 //! logs: access 2468000 lines written, 0 dropped, 0 lost
 //! threads: 14 in the process (2 workers, 2 search, 4 blocking at most), 0 searches waiting
+//! cluster: node 2 follower, leader 1, term 3; log LSN 812, applied LSN 812
+//! cluster members: 1 127.0.0.1:7001 voter, 2 127.0.0.1:7002 voter, 3 127.0.0.1:7003 voter
 //! ```
+//!
+//! The two `cluster` lines appear on a cluster node only; `larch cluster status` prints them
+//! alone.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,6 +56,31 @@ pub struct StatusArgs {
 
 /// `larch status`: prints the summary.
 pub fn status(a: StatusArgs) -> Result<(), String> {
+    let entries = read_monitor(a)?;
+    let monitor = Monitor::new(&entries);
+    for line in monitor.lines() {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// `larch cluster status`: the cluster lines of the summary; an error on a server that is
+/// not a cluster node.
+pub fn cluster_status(a: StatusArgs) -> Result<(), String> {
+    let entries = read_monitor(a)?;
+    let monitor = Monitor::new(&entries);
+    let lines = monitor.cluster();
+    if lines.is_empty() {
+        return Err("the server is not a cluster node (no cn=Cluster,cn=Monitor)".into());
+    }
+    for line in lines {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// The entries of cn=Monitor but the per-connection ones.
+fn read_monitor(a: StatusArgs) -> Result<Vec<FoundEntry>, String> {
     let target = Target {
         url: a.url,
         bind_dn: a.bind_dn,
@@ -85,11 +115,7 @@ pub fn status(a: StatusArgs) -> Result<(), String> {
             answer.code, answer.message
         ));
     }
-    let monitor = Monitor::new(&answer.entries);
-    for line in monitor.lines() {
-        println!("{line}");
-    }
-    Ok(())
+    Ok(answer.entries)
 }
 
 /// The entries read, by lower-case DN.
@@ -153,7 +179,36 @@ impl<'a> Monitor<'a> {
         out.extend(self.logs());
         out.push(self.threads());
         out.extend(self.replication());
+        out.extend(self.cluster());
         out
+    }
+
+    /// On a cluster node: its role, the leader, the term, how far its log and its store
+    /// reach, and the members (none on a server that is not a cluster node).
+    fn cluster(&self) -> Vec<String> {
+        let info = |leaf: &str| self.value(&format!("cn={leaf},cn=cluster"), "monitoredInfo");
+        let Some(node) = info("node") else {
+            return Vec::new();
+        };
+        let members: Vec<String> = self
+            .children("cn=cluster,cn=monitor")
+            .into_iter()
+            .filter_map(|(name, e)| {
+                let id = name.strip_prefix("Member ")?;
+                Some(format!("{id} {}", e.first("monitoredInfo").unwrap_or("?")))
+            })
+            .collect();
+        vec![
+            format!(
+                "cluster: node {node} {}, leader {}, term {}; log LSN {}, applied LSN {}",
+                info("role").unwrap_or("?"),
+                info("leader").unwrap_or("?"),
+                info("term").unwrap_or("?"),
+                self.counter("cn=last log lsn,cn=cluster"),
+                self.counter("cn=applied lsn,cn=cluster"),
+            ),
+            format!("cluster members: {}", members.join(", ")),
+        ]
     }
 
     /// One line per `[[replication]]` consumer (none on a server that is not a replica).

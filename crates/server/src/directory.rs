@@ -175,6 +175,8 @@ pub struct Directory {
     pub started_at: Instant,
     /// The `[[replication]]` consumers (none: not a replica), see [`crate::syncrepl`].
     pub replication: Replication,
+    /// This server's cluster node, once it runs (`[cluster]`, see [`crate::cluster`]).
+    pub cluster: std::sync::OnceLock<std::sync::Arc<larch_cluster::ClusterNode>>,
 }
 
 impl Directory {
@@ -259,13 +261,19 @@ impl Directory {
             started,
             started_at,
             replication,
+            cluster: std::sync::OnceLock::new(),
         };
         let mut startup = Startup {
             report,
             ..Startup::default()
         };
-        let started = dir
-            .set_up(&mut startup)
+        // A cluster node writes through the cluster's leader, which it does not have
+        // yet: the cluster sets up the directory once it runs (`crate::cluster`).
+        let set_up = match dir.config.cluster {
+            None => dir.set_up(&mut startup),
+            Some(_) => Ok(()),
+        };
+        let started = set_up
             .and_then(|()| start_audit_log(&dir.config, &dir.store, &dir.schema))
             .and_then(|audit_log| Ok((audit_log, start_sync_provider(&dir)?)));
         match started {
@@ -302,6 +310,22 @@ impl Directory {
             None => Ok(()),
             Some(halt) => Err(OpError::writes_halted(&halt)),
         }
+    }
+
+    /// In a cluster, on the leader: creates the suffix and admin entries the directory
+    /// still lacks (and resets the admin password from the environment when asked), as a
+    /// single server does when it opens. What it did is in the returned [`Startup`] (its
+    /// store report empty).
+    pub fn set_up_missing(&self) -> Result<Startup, DirectoryError> {
+        let mut startup = Startup::default();
+        self.set_up(&mut startup)?;
+        Ok(startup)
+    }
+
+    /// True when every suffix entry and the admin entry exist.
+    pub fn is_set_up(&self) -> bool {
+        let version = self.store.current();
+        self.suffixes.iter().all(|s| version.find(s).is_some()) && version.find(&self.admin_dn).is_some()
     }
 
     /// Creates missing suffix and admin entries; resets the admin password from the

@@ -6,6 +6,7 @@ use larch_model::dn::DnError;
 use larch_model::ModelError;
 use larch_proto::controls::PasswordPolicyError;
 use larch_proto::{DecodeError, LdapResult, ResultCode};
+use larch_store::consensus::ReplicateError;
 use larch_store::{StoreError, WriteHalt};
 
 use crate::opattrs::OpAttrsError;
@@ -129,6 +130,13 @@ impl From<StoreError> for OpError {
     fn from(e: StoreError) -> OpError {
         match e {
             StoreError::Failed(halt) => OpError::writes_halted(&halt),
+            // A cluster's follower refers the write to the leader, as slapd's shadow
+            // refers updates to its `updateref`: the URL names no DN, so the client
+            // writes the same DN there (RFC 4511, 4.1.10).
+            StoreError::Replication(ReplicateError::NotLeader { leader: Some(url) }) => OpError {
+                message: "this server is a follower in a cluster: write to its leader".into(),
+                ..OpError::referral("", vec![url])
+            },
             e => OpError::new(e.result_code(), e.to_string()),
         }
     }

@@ -65,6 +65,7 @@ pub mod auth;
 pub mod bind_throttle;
 pub mod cert_subject;
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod config_error;
 pub mod controls;

@@ -58,6 +58,8 @@ pub struct ServerReport {
     pub replication: Vec<crate::syncrepl::StatusView>,
     /// The synchronization provider's status (`None` with `sync_provider.enabled = false`).
     pub sync_provider: Option<crate::syncprov::ProviderStatus>,
+    /// This node's view of its cluster (`None`: not a cluster node, or not started yet).
+    pub cluster: Option<larch_cluster::status::Status>,
 }
 
 /// The threads the server runs.
@@ -134,6 +136,7 @@ impl ServerReport {
             open_files: open_files(),
             replication: dir.replication.views(),
             sync_provider: dir.sync_provider.as_ref().map(|p| p.status()),
+            cluster: dir.cluster.get().map(|n| n.status()),
         }
     }
 }

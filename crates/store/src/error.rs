@@ -109,10 +109,11 @@ impl StoreError {
             }
             StoreError::TooLarge { .. } => ResultCode::ADMIN_LIMIT_EXCEEDED,
             StoreError::Closed | StoreError::Failed(_) | StoreError::Wal(_) => ResultCode::UNAVAILABLE,
-            // A follower's writes go to the leader before they reach the store; one that
-            // got here found no leader to write through: RFC 4511's `unwillingToPerform`
-            // is what slapd answers on a read-only replica without a referral.
-            StoreError::Replication(ReplicateError::NotLeader { .. }) => ResultCode::UNWILLING_TO_PERFORM,
+            // A follower that knows the leader refers the client there (the server makes
+            // the referral); with no leader known (an election), the cluster is briefly
+            // unavailable.
+            StoreError::Replication(ReplicateError::NotLeader { leader: Some(_) }) => ResultCode::REFERRAL,
+            StoreError::Replication(ReplicateError::NotLeader { leader: None }) => ResultCode::UNAVAILABLE,
             StoreError::Replication(ReplicateError::Superseded) => ResultCode::BUSY,
             StoreError::Replication(ReplicateError::Unavailable(_)) => ResultCode::UNAVAILABLE,
             _ => ResultCode::OTHER,

@@ -29,6 +29,7 @@
 
 pub mod access;
 mod bind_throttle;
+pub mod cluster;
 mod duration;
 mod error;
 mod error_log;
@@ -234,6 +235,8 @@ pub struct ServerConfig {
     pub metrics: MetricsSettings,
     /// `[[replication]]`: the providers this server follows as a read replica.
     pub replication: Vec<ReplicationSettings>,
+    /// `[cluster]`: this server as a node of a cluster (`None`: it stands alone).
+    pub cluster: Option<cluster::ClusterSettings>,
 }
 
 impl ServerConfig {
@@ -386,6 +389,7 @@ impl Default for ServerConfig {
             monitor: MonitorSettings::default(),
             metrics: MetricsSettings::default(),
             replication: Vec::new(),
+            cluster: None,
             groups: GroupSettings::default(),
             sync_provider: SyncProviderSettings::default(),
             uniqueness: UniquenessSettings::default(),
@@ -733,6 +737,12 @@ impl ServerConfig {
             }
             Ok(())
         });
+        step(&mut errors, || {
+            if let Some(k) = raw.cluster {
+                c.cluster = Some(cluster::ClusterSettings::from_raw(k)?);
+            }
+            Ok(())
+        });
         (c, errors)
     }
 
@@ -777,6 +787,11 @@ impl ServerConfig {
         check(&mut errors, reads(&["access_log"]), self.access_log.validate());
         check(&mut errors, reads(&["audit_log"]), self.audit_log.validate());
         check(&mut errors, reads(&["directory"]), self.validate_password_env());
+        check(
+            &mut errors,
+            reads(&["cluster", "tls", "replication"]),
+            self.validate_cluster(),
+        );
         if !reads(&["schema"]) {
             return errors;
         }
@@ -824,6 +839,29 @@ impl ServerConfig {
             self.uniqueness.validate(&schema),
         );
         errors
+    }
+
+    /// A cluster over TLS needs `[tls]` with `client_ca` (the peers' certificates); a
+    /// cluster node is not also a read replica of another provider.
+    fn validate_cluster(&self) -> Result<(), ConfigError> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(());
+        };
+        if cluster.tls && self.tls.as_ref().is_none_or(|t| t.client_ca.is_none()) {
+            return Err(ConfigError::invalid(
+                "cluster.tls",
+                "the Raft transport over TLS needs [tls] certificate, key and client_ca (the CA of the peers' \
+                 certificates)",
+            ));
+        }
+        if !self.replication.is_empty() {
+            return Err(ConfigError::invalid(
+                "cluster",
+                "a cluster node cannot also be a read replica ([[replication]]): its writes go through the \
+                 cluster's leader",
+            ));
+        }
+        Ok(())
     }
 
     fn validate_listeners(&self) -> Result<(), ConfigError> {
@@ -1054,6 +1092,7 @@ impl ServerConfig {
         o.threads = self.store.load_threads;
         o.snapshot_interval = self.store.snapshot_interval;
         o.snapshot_after_records = self.store.snapshot_after_records;
+        o.replicated = self.cluster.is_some();
         o
     }
 }

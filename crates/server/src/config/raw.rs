@@ -34,6 +34,7 @@ pub(crate) struct RawConfig {
     pub password_policy: Option<super::password_policy::RawPasswordPolicy>,
     /// `[[replication]]`.
     pub replication: Option<Vec<super::replication::RawReplication>>,
+    pub cluster: Option<super::cluster::RawCluster>,
     /// `[[access]]`, read by `super::access` (which names each rule's keys itself).
     pub access: Option<toml::Value>,
     /// `[access_proxy]`, read by `super::access`.

@@ -48,6 +48,10 @@
 //!       cn=Lag Seconds                      monitoredObject (time since last in step; "unknown")
 //!       cn=Last Change Delay                monitoredObject (seconds; "none")
 //!       cn=Last Error                       monitoredObject (time and text; "none")
+//!   cn=Cluster +                            monitorContainer (on a cluster node only)
+//!     cn=Node, cn=Role, cn=Term, cn=Leader  monitoredObject (this node, its role, the term, the leader's ID)
+//!     cn=Last Log LSN, cn=Applied LSN       monitorCounterObject (how far the log and the store reach)
+//!     cn=Member N                           monitoredObject (one per member: its Raft address, voter or learner)
 //!   cn=Sync Provider +                      monitorContainer (unless sync_provider.enabled = false)
 //!     cn=Context CSN                        monitoredObject (the context CSNs, `;`-separated)
 //!     cn=Session Log                        monitorCounterObject (changes held)
@@ -110,6 +114,7 @@ pub fn monitor_entries(dir: &Directory, report: &ServerReport) -> Vec<DseEntry> 
     store(&mut t, report);
     replication(&mut t, report);
     sync_provider(&mut t, report);
+    cluster(&mut t, report);
     t.out
 }
 
@@ -541,6 +546,25 @@ fn sync_provider(t: &mut Tree<'_>, report: &ServerReport) {
         t.counter(&parent, "Lag Changes", f.lag.changes);
         t.info(&parent, "Lag Seconds", &format!("{:.3}", f.lag.age.as_secs_f64()));
         t.info(&parent, "CSN", f.through_csn.as_deref().unwrap_or("none"));
+    }
+}
+
+fn cluster(t: &mut Tree<'_>, report: &ServerReport) {
+    let Some(c) = &report.cluster else { return };
+    let top = t.container(MONITOR_DN, "Cluster", "This node's view of its cluster.");
+    t.info(&top, "Node", &c.node_id.to_string());
+    t.info(&top, "Role", c.role.name());
+    t.info(&top, "Term", &c.term.to_string());
+    t.info(
+        &top,
+        "Leader",
+        &c.leader.map_or_else(|| "none".to_string(), |l| l.to_string()),
+    );
+    t.counter(&top, "Last Log LSN", c.last_log_lsn);
+    t.counter(&top, "Applied LSN", c.applied_lsn);
+    for (id, address) in &c.members {
+        let kind = if c.voters.contains(id) { "voter" } else { "learner" };
+        t.info(&top, &format!("Member {id}"), &format!("{address} {kind}"));
     }
 }
 

@@ -51,7 +51,62 @@ pub fn render(report: &ServerReport) -> String {
     process(&mut w, report);
     replication(&mut w, report);
     sync_provider(&mut w, report);
+    cluster(&mut w, report);
     w.out
+}
+
+/// This node's view of its cluster: its role (1 for the role it has), the term, the
+/// leader, how far its log reaches and how far its store has applied it.
+fn cluster(w: &mut Writer, report: &ServerReport) {
+    use larch_cluster::status::Role;
+    let Some(c) = &report.cluster else { return };
+    w.family(
+        "larch_cluster_role",
+        "gauge",
+        "This node's role in the cluster (1 for the role it has).",
+    );
+    for role in [
+        Role::Leader,
+        Role::Follower,
+        Role::Candidate,
+        Role::Learner,
+        Role::Stopped,
+    ] {
+        w.sample(
+            "larch_cluster_role",
+            &[("role", role.name())],
+            u64::from(c.role == role),
+        );
+    }
+    let gauges: [(&str, &str, u64); 5] = [
+        ("larch_cluster_node_id", "This node's number.", c.node_id),
+        (
+            "larch_cluster_term",
+            "The cluster's current term as this node knows it.",
+            c.term,
+        ),
+        (
+            "larch_cluster_leader_id",
+            "The node this node knows as the leader (0: none known).",
+            c.leader.unwrap_or(0),
+        ),
+        (
+            "larch_cluster_last_log_lsn",
+            "The LSN of the last entry in this node's log.",
+            c.last_log_lsn,
+        ),
+        (
+            "larch_cluster_applied_lsn",
+            "The LSN of the last entry this node's store applied (compare with the leader's).",
+            c.applied_lsn,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        w.family(name, "gauge", help);
+        w.sample(name, &[], value);
+    }
+    w.family("larch_cluster_voters", "gauge", "Voting members of the cluster.");
+    w.sample("larch_cluster_voters", &[], c.voters.len() as u64);
 }
 
 /// The `[[replication]]` consumers: entries changed, and which state each is in (1 for
@@ -784,6 +839,16 @@ mod tests {
             open_files: Some(12),
             replication: Vec::new(),
             sync_provider: None,
+            cluster: Some(larch_cluster::status::Status {
+                node_id: 2,
+                role: larch_cluster::status::Role::Follower,
+                term: 7,
+                leader: Some(1),
+                last_log_lsn: 812,
+                applied_lsn: 810,
+                voters: vec![1, 2, 3],
+                members: vec![(1, "127.0.0.1:7001".into()), (2, "127.0.0.1:7002".into())],
+            }),
         }
     }
 
@@ -981,6 +1046,13 @@ mod tests {
             "larch_process_threads",
             "larch_process_resident_memory_bytes",
             "larch_process_open_fds",
+            "larch_cluster_role",
+            "larch_cluster_node_id",
+            "larch_cluster_term",
+            "larch_cluster_leader_id",
+            "larch_cluster_last_log_lsn",
+            "larch_cluster_applied_lsn",
+            "larch_cluster_voters",
         ] {
             assert!(families.contains_key(name), "{name} missing");
         }
@@ -998,6 +1070,15 @@ mod tests {
         let reasons = families["larch_connections_closed_total"].samples.len();
         assert_eq!(reasons, (1..=u8::MAX).map_while(CloseReason::from_u8).count());
         assert!(reasons > 0);
+        // One role is 1, the others 0.
+        let roles: Vec<(Option<&str>, f64)> = families["larch_cluster_role"]
+            .samples
+            .iter()
+            .map(|(_, l, v)| (label(l, "role"), *v))
+            .collect();
+        assert_eq!(roles.iter().filter(|(_, v)| *v == 1.0).count(), 1);
+        assert!(roles.contains(&(Some("follower"), 1.0)), "{roles:?}");
+        assert_eq!(families["larch_cluster_applied_lsn"].samples[0].2, 810.0);
     }
 
     #[test]

@@ -105,10 +105,8 @@ impl SessionLog {
 
     /// Appends the note of the next change, dropping the oldest beyond the capacity.
     pub fn push(&mut self, note: Arc<ChangeNote>) {
-        debug_assert!(
-            note.lsn > self.last_lsn || self.last_lsn == 0,
-            "notes in LSN order"
-        );
+        // In a cluster the changes of one write share its entry's LSN.
+        debug_assert!(note.lsn >= self.last_lsn, "notes in LSN order");
         self.last_lsn = note.lsn;
         if let Some(csn) = &note.csn {
             self.context.insert(csn.clone());

@@ -124,7 +124,7 @@ pub fn server_cipher_suites() -> Vec<rustls::SupportedCipherSuite> {
 }
 
 /// The CA certificates of `path` as trust anchors for client certificates.
-fn client_roots(path: &Path) -> Result<RootCertStore, TlsError> {
+pub(crate) fn client_roots(path: &Path) -> Result<RootCertStore, TlsError> {
     let certs = pem::certificates(path, "client CA")?;
     let mut roots = RootCertStore::empty();
     for (i, c) in certs.into_iter().enumerate() {

@@ -1,0 +1,137 @@
+//! This server as a node of a cluster (`[cluster]`, `docs/cluster.md`): the store's log is
+//! the cluster's replicated log (`larch_cluster`), writes are made on the leader and
+//! applied by every node, and a follower refers a client's write to the leader
+//! (`crate::error`'s mapping of [`ReplicateError::NotLeader`]).
+//!
+//! Starting, in steps ([`start`]):
+//! 1. the Raft transport's security: plain TCP, or TLS with client certificates
+//!    ([`tls`]);
+//! 2. the node on the directory's store ([`larch_cluster::ClusterNode`]), told where
+//!    clients reach each member;
+//! 3. the transport's listener (`cluster.listen`);
+//! 4. with `cluster.bootstrap`, on a node whose log is empty: the cluster of
+//!    `cluster.members` is created;
+//! 5. the directory's set-up, made by the first leader ([`setup`]).
+//!
+//! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
+
+pub mod setup;
+pub mod tls;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use larch_cluster::network::tcp::{self, Security, TcpNetwork};
+use larch_cluster::status::Role;
+use larch_cluster::types::BasicNode;
+use larch_cluster::{ClusterError, ClusterNode, Timing};
+use tokio::sync::watch;
+use tracing::info;
+
+use crate::config::cluster::ClusterSettings;
+use crate::directory::Directory;
+
+/// The file below the data directory that holds the node's vote (`larch_cluster::raft_state`).
+pub const STATE_DIR: &str = "cluster";
+
+/// A running node: stop it before the store closes.
+pub struct ClusterRun {
+    /// The node.
+    pub node: Arc<ClusterNode>,
+    stop: watch::Sender<bool>,
+}
+
+impl ClusterRun {
+    /// Stops the transport and the engine.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        if let Err(e) = self.node.shutdown().await {
+            tracing::warn!(error = %e, "cluster: the engine did not stop cleanly");
+        }
+    }
+}
+
+/// Steps 1 to 5, on the runtime: the node runs once this returns.
+pub async fn start(dir: Arc<Directory>) -> Result<ClusterRun, String> {
+    let Some(settings) = dir.config.cluster.clone() else {
+        return Err("no [cluster] table".into());
+    };
+    let security = transport_security(&dir, &settings)?;
+    let state_dir = dir.config.server.data_dir.join(STATE_DIR);
+    let node = ClusterNode::start(
+        settings.node_id,
+        &dir.store,
+        &state_dir,
+        TcpNetwork::new(settings.node_id, &security),
+        Timing::default(),
+    )
+    .await
+    .map_err(|e| format!("cluster: {e}"))?;
+    node.set_client_urls(
+        settings
+            .members
+            .iter()
+            .map(|m| (m.id, m.ldap_url.clone()))
+            .collect(),
+    );
+    let node = Arc::new(node);
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|e| format!("cluster.listen {}: {e}", settings.listen))?;
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(tcp::serve(listener, node.raft().clone(), security, stopped));
+    info!(
+        node_id = settings.node_id,
+        listen = %settings.listen,
+        tls = settings.tls,
+        members = settings.members.len(),
+        "cluster: node started"
+    );
+    if settings.bootstrap && dir.store.current().lsn() == 0 && node.status().last_log_lsn == 0 {
+        bootstrap(&node, &settings).await?;
+    }
+    let _ = dir.cluster.set(Arc::clone(&node));
+    let watched = Arc::clone(&node);
+    tokio::spawn(setup::set_up_when_leading(Arc::clone(&dir), move || {
+        watched.status().role == Role::Leader
+    }));
+    Ok(ClusterRun { node, stop })
+}
+
+/// Step 1.
+fn transport_security(dir: &Directory, settings: &ClusterSettings) -> Result<Security, String> {
+    if !settings.tls {
+        return Ok(Security::Plain);
+    }
+    let tls = dir
+        .config
+        .tls
+        .as_ref()
+        .ok_or_else(|| "cluster.tls needs [tls]".to_string())?;
+    let (server, client) = tls::transport_configs(tls).map_err(|e| format!("cluster.tls: {e}"))?;
+    Ok(Security::Tls { server, client })
+}
+
+/// Step 4: the cluster of every member, made by this node.
+async fn bootstrap(node: &ClusterNode, settings: &ClusterSettings) -> Result<(), String> {
+    let members: BTreeMap<u64, BasicNode> = settings
+        .members
+        .iter()
+        .map(|m| (m.id, BasicNode::new(m.raft.clone())))
+        .collect();
+    match node.initialize(members).await {
+        Ok(()) => {
+            info!(
+                members = settings.members.len(),
+                "cluster: created the cluster (cluster.bootstrap)"
+            );
+            Ok(())
+        }
+        // Already a member of a cluster (its vote is recorded, or it has a log).
+        Err(ClusterError::AlreadyInitialized) => {
+            info!("cluster: cluster.bootstrap: this node is a member of a cluster already");
+            Ok(())
+        }
+        Err(e) => Err(format!("cluster.bootstrap: {e}")),
+    }
+}

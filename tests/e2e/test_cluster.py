@@ -1,0 +1,258 @@
+"""Three `larch serve` processes as one cluster (`[cluster]`, docs/cluster.md), on
+127.0.0.1 with ports the test picks.
+
+- The cluster forms, the first leader creates the suffix and admin entries, a write on the
+  leader reaches every node, and a follower refers a write to the leader (referral, the
+  leader's LDAP URL); `/metrics` and `cn=Cluster,cn=Monitor` say who leads.
+- kill -9 of the leader at random moments while a client writes (20 cycles in CI;
+  CLUSTER_CYCLES=N for the long form): a new leader within a bounded time, every
+  acknowledged write on every node, all nodes converging to the same entries.
+
+Every process is signalled by its PID only.
+"""
+
+import os
+import random
+import re
+import shutil
+import tempfile
+import threading
+import time
+import urllib.request
+
+import ldap3
+import pytest
+
+import conftest
+import ldaputil
+
+pytestmark = pytest.mark.larch_only("Larch's cluster")
+
+BASE = conftest.BASE
+LEADER_DEADLINE_S = 30.0
+CONVERGE_S = 60.0
+
+
+def cycles():
+    n = os.environ.get("CLUSTER_CYCLES")
+    return int(n) if n else 20
+
+
+class Cluster:
+    """Three nodes on private directories, each with a `/metrics` listener."""
+
+    def __init__(self, larch_bin, n=3):
+        self.tmp = tempfile.mkdtemp(prefix="larch-e2e-cluster-")
+        self.raft_ports = {i: conftest.free_port() for i in range(1, n + 1)}
+        self.nodes = {}
+        for i in range(1, n + 1):
+            d = os.path.join(self.tmp, f"node{i}")
+            os.mkdir(d)
+            srv = conftest.LdapServer("larch", d, larch_bin=larch_bin)
+            srv.node_id = i
+            srv.metrics_port = conftest.free_port()
+            self.nodes[i] = srv
+        members = "".join(
+            f'\n[[cluster.members]]\nid = {i}\nraft = "127.0.0.1:{self.raft_ports[i]}"\nldap_url = "{s.url}"\n'
+            for i, s in self.nodes.items())
+        for i, srv in self.nodes.items():
+            toml = (f'\n[metrics]\nlisten = "127.0.0.1:{srv.metrics_port}"\n'
+                    f"\n[cluster]\nnode_id = {i}\nbootstrap = {'true' if i == 1 else 'false'}\n" + members)
+            srv._setup_larch(toml)
+
+    def start(self):
+        for srv in self.nodes.values():
+            srv.spawn()
+        for srv in self.nodes.values():
+            srv.wait_ready()
+
+    def close(self):
+        statuses = [(s.node_id, s.stop(), s.stderr_tail()) for s in self.nodes.values() if s.alive()]
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        for i, status, stderr in statuses:
+            assert status == 0, f"node {i} exited with status {status}; stderr:\n{stderr}"
+
+    def role(self, srv):
+        """The node's role from its `/metrics`, or None when it does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=2) as r:
+                text = r.read().decode()
+        except OSError:
+            return None
+        m = re.search(r'^larch_cluster_role\{role="(\w+)"\} 1$', text, re.M)
+        return m.group(1) if m else None
+
+    def leader(self, deadline_s=LEADER_DEADLINE_S):
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            for srv in self.nodes.values():
+                if srv.alive() and self.role(srv) == "leader":
+                    return srv
+            time.sleep(0.05)
+        raise AssertionError("no leader within %.0fs; stderr of the nodes:\n%s" % (
+            deadline_s, "\n".join(s.stderr_tail()[-1500:] for s in self.nodes.values())))
+
+    def set_up(self):
+        """Waits until the leader has created the admin entry and every node has it."""
+        end = time.monotonic() + CONVERGE_S
+        while time.monotonic() < end:
+            if all(can_bind(s) for s in self.nodes.values()):
+                return
+            time.sleep(0.1)
+        raise AssertionError("the admin entry did not reach every node")
+
+
+def can_bind(srv):
+    conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw, bind=False)
+    try:
+        return conn.bind()
+    except ldap3.core.exceptions.LDAPException:
+        return False
+    finally:
+        try:
+            conn.unbind()
+        except ldap3.core.exceptions.LDAPException:
+            pass
+
+
+@pytest.fixture
+def cluster(request):
+    c = Cluster(request.config.getoption("--larch-bin"))
+    c.start()
+    yield c
+    c.close()
+
+
+def entries(srv):
+    """DN -> description of every entry below ou=people (None when the node is down)."""
+    try:
+        conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
+    except ldap3.core.exceptions.LDAPException:
+        return None
+    try:
+        ok = conn.search(f"ou=people,{BASE}", "(objectClass=*)", search_scope=ldap3.SUBTREE,
+                         attributes=["description"], size_limit=0)
+        if not ok and conn.result["result"] != 32:
+            return None
+        return {e.entry_dn.lower(): sorted(e.entry_attributes_as_dict.get("description", [])) for e in conn.entries}
+    finally:
+        conn.unbind()
+
+
+def converge(cluster, deadline_s=CONVERGE_S):
+    end = time.monotonic() + deadline_s
+    seen = None
+    while time.monotonic() < end:
+        seen = [entries(s) for s in cluster.nodes.values()]
+        if seen[0] is not None and all(x == seen[0] for x in seen):
+            return seen[0]
+        time.sleep(0.2)
+    sizes = [None if x is None else len(x) for x in seen]
+    raise AssertionError(f"the nodes did not converge (entries per node: {sizes})")
+
+
+def person(i):
+    return ldaputil.ldif_entry(f"cn=p{i},ou=people,{BASE}", {
+        "objectClass": ["person"], "cn": f"p{i}", "sn": f"s{i}", "description": f"d{i}"})
+
+
+def add_person(srv, i):
+    """Adds cn=p<i> through `srv`: the LDAP result code (None when the node cannot be reached)."""
+    try:
+        conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
+    except ldap3.core.exceptions.LDAPException:
+        return None
+    try:
+        conn.add(f"cn=p{i},ou=people,{BASE}", ["person"], {"cn": f"p{i}", "sn": f"s{i}", "description": f"d{i}"})
+        return conn.result
+    except ldap3.core.exceptions.LDAPException:
+        return None
+    finally:
+        try:
+            conn.unbind()
+        except ldap3.core.exceptions.LDAPException:
+            pass
+
+
+def test_a_cluster_forms_replicates_and_refers_writes_to_its_leader(cluster):
+    leader = cluster.leader()
+    cluster.set_up()
+    ldaputil.ldapadd_ok(leader, ldaputil.ldif_entry(f"ou=people,{BASE}",
+                                                    {"objectClass": "organizationalUnit", "ou": "people"})
+                        + "".join(person(i) for i in range(50)))
+    state = converge(cluster)
+    assert len(state) == 51
+    assert state[f"cn=p7,ou=people,{BASE}"] == ["d7"]
+
+    follower = next(s for s in cluster.nodes.values() if s is not leader)
+    result = add_person(follower, 1000)
+    assert result["result"] == 10, result
+    assert result["referrals"] == [leader.url], result
+
+    # cn=Monitor says the same as /metrics.
+    conn = ldaputil.connect(follower, follower.admin_dn, follower.admin_pw)
+    try:
+        conn.search("cn=Cluster,cn=Monitor", "(objectClass=*)", search_scope=ldap3.SUBTREE,
+                    attributes=["monitoredInfo", "monitorCounter"])
+        info = {e.entry_dn.split(",")[0].lower(): e.entry_attributes_as_dict for e in conn.entries}
+    finally:
+        conn.unbind()
+    assert info["cn=role"]["monitoredInfo"] == ["follower"], info
+    assert info["cn=leader"]["monitoredInfo"] == [str(leader.node_id)], info
+    assert info["cn=node"]["monitoredInfo"] == [str(follower.node_id)], info
+
+
+def test_kill9_of_the_leader_loses_no_acknowledged_write(cluster):
+    rng = random.Random(22)
+    cluster.leader()
+    cluster.set_up()
+    ldaputil.ldapadd_ok(cluster.leader(), ldaputil.ldif_entry(f"ou=people,{BASE}",
+                                                              {"objectClass": "organizationalUnit",
+                                                               "ou": "people"}))
+    acked = []
+    stop = threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            done = False
+            for srv in list(cluster.nodes.values()):
+                if not srv.alive():
+                    continue
+                r = add_person(srv, i)
+                if r is None or r["result"] == 10:
+                    continue
+                if r["result"] == 0:
+                    acked.append(i)
+                done = True
+                break
+            if done:
+                i += 1
+            else:
+                time.sleep(0.05)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    failovers = []
+    try:
+        for _ in range(cycles()):
+            time.sleep(rng.uniform(0.2, 1.0))
+            leader = cluster.leader()
+            killed_at = time.monotonic()
+            before = len(acked)
+            leader.kill9()
+            end = killed_at + LEADER_DEADLINE_S
+            while len(acked) == before:
+                assert time.monotonic() < end, "no write acknowledged after the leader was killed"
+                time.sleep(0.01)
+            failovers.append(time.monotonic() - killed_at)
+            leader.start()
+    finally:
+        stop.set()
+        t.join()
+    state = converge(cluster)
+    lost = [i for i in acked if f"cn=p{i},ou=people,{BASE}" not in state]
+    assert not lost, f"acknowledged writes lost: {lost[:20]}"
+    failovers.sort()
+    print(f"{len(failovers)} leader kills, {len(acked)} writes acknowledged; kill -9 of the leader to the next "
+          f"acknowledged write: median {failovers[len(failovers) // 2]:.2f}s, max {failovers[-1]:.2f}s")
