@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use larch_store::consensus::{Applied, ReplicateError, Replicator, WriteUnit};
+use larch_store::consensus::{Applied, ReplicateError, Replicator, WriteBatch};
 use larch_store::wal::Lsn;
 use larch_store::Store;
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
@@ -281,49 +281,40 @@ impl Replicator for Proposer {
             .map_err(|e| ReplicateError::Unavailable(e.to_string()))
     }
 
-    fn replicate(&self, writes: Vec<WriteUnit>) -> Vec<Result<Lsn, ReplicateError>> {
-        let count = writes.len();
+    fn replicate(&self, batch: WriteBatch) -> Result<Lsn, ReplicateError> {
         self.handle.block_on(async {
-            // Proposed one after another, so they take consecutive places in the log.
-            let mut waiting = Vec::with_capacity(count);
-            for write in writes {
-                waiting.push(self.raft.client_write_ff(write).await);
-            }
-            let mut results = Vec::with_capacity(count);
+            let rx = self
+                .raft
+                .client_write_ff(batch)
+                .await
+                .map_err(|fatal| ReplicateError::Unavailable(fatal.to_string()))?;
             let mut metrics = self.raft.metrics();
-            for proposed in waiting {
-                let result = match proposed {
-                    Err(fatal) => Err(ReplicateError::Unavailable(fatal.to_string())),
-                    Ok(rx) => match tokio::select! {
-                        answer = tokio::time::timeout(self.timeout, rx) => answer,
-                        () = lost_leadership(&mut metrics, self.id) => {
-                            results.push(Err(ReplicateError::Unavailable(
-                                "this node stopped leading before the write was committed".into(),
-                            )));
-                            continue;
-                        }
-                    } {
-                        Err(_) => Err(ReplicateError::Unavailable(format!(
-                            "not committed within {:?}",
-                            self.timeout
-                        ))),
-                        Ok(Err(_)) => Err(ReplicateError::Unavailable("the engine stopped".into())),
-                        Ok(Ok(Ok(response))) => match response.data {
-                            Applied::Write => Ok(lsn_of(&response.log_id)),
-                            Applied::Superseded => Err(ReplicateError::Superseded),
-                            other => Err(ReplicateError::Unavailable(format!(
-                                "the write was applied as {other:?}"
-                            ))),
-                        },
-                        Ok(Ok(Err(ClientWriteError::ForwardToLeader(_)))) => {
-                            Err(self.not_leader(&self.raft.metrics().borrow()))
-                        }
-                        Ok(Ok(Err(e))) => Err(ReplicateError::Unavailable(e.to_string())),
-                    },
-                };
-                results.push(result);
+            let answer = tokio::select! {
+                answer = tokio::time::timeout(self.timeout, rx) => answer,
+                () = lost_leadership(&mut metrics, self.id) => {
+                    return Err(ReplicateError::Unavailable(
+                        "this node stopped leading before the write was committed".into(),
+                    ));
+                }
+            };
+            match answer {
+                Err(_) => Err(ReplicateError::Unavailable(format!(
+                    "not committed within {:?}",
+                    self.timeout
+                ))),
+                Ok(Err(_)) => Err(ReplicateError::Unavailable("the engine stopped".into())),
+                Ok(Ok(Ok(response))) => match response.data {
+                    Applied::Write => Ok(lsn_of(&response.log_id)),
+                    Applied::Superseded => Err(ReplicateError::Superseded),
+                    other => Err(ReplicateError::Unavailable(format!(
+                        "the write was applied as {other:?}"
+                    ))),
+                },
+                Ok(Ok(Err(ClientWriteError::ForwardToLeader(_)))) => {
+                    Err(self.not_leader(&self.raft.metrics().borrow()))
+                }
+                Ok(Ok(Err(e))) => Err(ReplicateError::Unavailable(e.to_string())),
             }
-            results
         })
     }
 }

@@ -5,17 +5,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
 
 use larch_store::consensus::{
-    index_of_lsn, lsn_of_index, Applied, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteUnit,
+    index_of_lsn, lsn_of_index, Applied, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteBatch,
 };
 use larch_store::wal::Lsn;
 pub use openraft::BasicNode;
 use openraft::{CommittedLeaderId, EntryPayload, LogId, Membership};
 
 openraft::declare_raft_types!(
-    /// Larch's instance of openraft: a write unit in, what applying it did out; nodes
+    /// Larch's instance of openraft: a batch of writes in, what applying it did out; nodes
     /// named by a number and reached at an address.
     pub Larch:
-        D = WriteUnit,
+        D = WriteBatch,
         R = Applied,
         NodeId = u64,
         Node = BasicNode,
@@ -180,9 +180,9 @@ mod tests {
         for body in [
             EntryBody::Blank,
             EntryBody::Membership(encode_membership(&membership())),
-            EntryBody::Write(WriteUnit {
+            EntryBody::Write(WriteBatch {
                 expected_lsn: 9,
-                changes: vec![vec![1, 2]],
+                writes: vec![vec![vec![1, 2]]],
             }),
         ] {
             let replicated = ReplicatedEntry { leadership, body };

@@ -761,9 +761,9 @@ impl Drop for FeedSubscription {
     }
 }
 
-/// The changes a log record holds: its one change on a single server; in a cluster, a
-/// write's changes if the write was applied (see [`crate::consensus::apply`]), none for
-/// another entry.
+/// The changes a log record holds: its one change on a single server; in a cluster, the
+/// changes of a batch's writes if the batch was applied (see [`crate::consensus::apply`]),
+/// none for another entry.
 fn changes_of(record: &Record, replicated: bool) -> Result<Vec<CommittedChange>, String> {
     if !replicated {
         let change = Change::decode(&record.payload).map_err(|e| e.to_string())?;
@@ -775,23 +775,22 @@ fn changes_of(record: &Record, replicated: bool) -> Result<Vec<CommittedChange>,
         }]);
     }
     let entry = ReplicatedEntry::decode(&record.payload).map_err(|e| e.to_string())?;
-    let EntryBody::Write(unit) = entry.body else {
+    let EntryBody::Write(batch) = entry.body else {
         return Ok(Vec::new());
     };
-    if !unit.fits(record.lsn) {
+    if !batch.fits(record.lsn) {
         return Ok(Vec::new());
     }
-    let count = unit.changes.len();
-    unit.changes
-        .iter()
-        .enumerate()
-        .map(|(i, payload)| {
-            Ok(CommittedChange {
+    let mut out = Vec::new();
+    for write in &batch.writes {
+        for (i, payload) in write.iter().enumerate() {
+            out.push(CommittedChange {
                 lsn: record.lsn,
-                ends_write: i + 1 == count,
+                ends_write: i + 1 == write.len(),
                 change: Change::decode(payload).map_err(|e| e.to_string())?,
                 states: None,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    Ok(out)
 }

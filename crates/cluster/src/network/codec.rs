@@ -554,7 +554,7 @@ impl<'a> Reader<'a> {
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
-    use larch_store::consensus::WriteUnit;
+    use larch_store::consensus::WriteBatch;
     use openraft::{EntryPayload, Membership};
     use proptest::prelude::*;
 
@@ -586,9 +586,9 @@ mod tests {
             },
             Entry {
                 log_id: log_id(3, 2, 2),
-                payload: EntryPayload::Normal(WriteUnit {
+                payload: EntryPayload::Normal(WriteBatch {
                     expected_lsn: 3,
-                    changes: vec![vec![1, 2, 3], vec![], vec![9; 300]],
+                    writes: vec![vec![vec![1, 2, 3], vec![], vec![9; 300]], vec![vec![4]]],
                 }),
             },
         ]
@@ -742,9 +742,9 @@ mod tests {
     fn a_too_large_request_is_not_encoded() {
         let big = Entry {
             log_id: log_id(1, 1, 0),
-            payload: EntryPayload::Normal(WriteUnit {
+            payload: EntryPayload::Normal(WriteBatch {
                 expected_lsn: 1,
-                changes: vec![vec![0; MAX_FRAME_OCTETS / 2 + 1]; 2],
+                writes: vec![vec![vec![0; MAX_FRAME_OCTETS / 2 + 1]; 2]],
             }),
         };
         let result = encode_frame(1, &Message::AppendEntriesRequest(append_request(vec![big])));

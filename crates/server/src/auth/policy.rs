@@ -178,8 +178,18 @@ pub fn record(dir: &Directory, norm: NormDn, update: AccountUpdate, now: i64) ->
     dir.store.submit(
         move |txn: &mut WriteTxn<'_>| write_record(txn, &job, &norm, update, now),
         move |settled: Result<Result<(), OpError>, larch_store::StoreError>| {
-            if let Err(e) = settled.map_err(OpError::from).and_then(|r| r) {
-                tracing::warn!(error = %e, "password policy: the account's state could not be recorded");
+            match settled {
+                // A cluster's follower: the state is recorded by binds on the leader only
+                // (docs/cluster.md); said once per bind at debug level, not as a warning
+                // a failed-bind storm would repeat.
+                Err(larch_store::StoreError::Replication(e)) => {
+                    tracing::debug!(error = %e, "password policy: not recorded on a cluster follower");
+                }
+                settled => {
+                    if let Err(e) = settled.map_err(OpError::from).and_then(|r| r) {
+                        tracing::warn!(error = %e, "password policy: the account's state could not be recorded");
+                    }
+                }
             }
             let _ = tx.send(());
         },

@@ -1,12 +1,14 @@
 //! Applying committed entries of the replicated log to a version (step 4 of [`super`]).
 //!
 //! Every node applies every committed entry, in log order, the same way: a blank or
-//! membership entry moves the version's LSN on and changes nothing; a write that landed
-//! where it was computed to land ([`WriteUnit::fits`]) applies its changes, as replay does
-//! at a single server's start; one that did not is skipped. An entry at or below the
+//! membership entry moves the version's LSN on and changes nothing; a batch of writes that
+//! landed where it was computed to land ([`WriteBatch::fits`]) applies every change of
+//! every write, as replay does at a single server's start; one that did not is skipped. An entry at or below the
 //! version's LSN is already in it (the engine may hand entries again after a restart)
 //! and is skipped too.
 
+#[cfg(doc)]
+use super::entry::WriteBatch;
 use super::entry::{EntryBody, ReplicatedEntry};
 use crate::error::StoreError;
 use crate::feed::CommittedChange;
@@ -20,17 +22,17 @@ use crate::wal::Lsn;
 pub enum Applied {
     /// The entry changed no entry (a blank or membership entry).
     Nothing,
-    /// The write's changes were applied.
+    /// The batch's writes were applied.
     Write,
-    /// The write landed elsewhere than it was computed for, and was skipped.
+    /// The batch landed elsewhere than it was computed for, and was skipped.
     Superseded,
     /// The version already held the entry.
     Already,
 }
 
 /// Applies `entries` (each with its LSN, in order) to `version`; the changes applied are
-/// appended to `feed`, each with its write's LSN (a write's changes share it; the last
-/// ends the write). An entry that does not follow the version's LSN, or a change that
+/// appended to `feed`, each with its entry's LSN (a batch's changes share it; the last
+/// change of each write ends the write). An entry that does not follow the version's LSN, or a change that
 /// does not apply, is an error: the node's state no longer matches the log.
 pub(crate) fn apply_entries<'e>(
     version: &mut Version,
@@ -52,22 +54,10 @@ pub(crate) fn apply_entries<'e>(
         }
         let applied = match &entry.body {
             EntryBody::Blank | EntryBody::Membership(_) => Applied::Nothing,
-            EntryBody::Write(unit) if !unit.fits(lsn) => Applied::Superseded,
-            EntryBody::Write(unit) => {
-                let count = unit.changes.len();
-                for (i, payload) in unit.changes.iter().enumerate() {
-                    let change = Change::decode(payload).map_err(|e| StoreError::Replay {
-                        lsn,
-                        problem: e.to_string(),
-                    })?;
-                    apply_change(version, &change, scratch)
-                        .map_err(|problem| StoreError::Replay { lsn, problem })?;
-                    feed.push(CommittedChange {
-                        lsn,
-                        ends_write: i + 1 == count,
-                        change,
-                        states: None,
-                    });
+            EntryBody::Write(batch) if !batch.fits(lsn) => Applied::Superseded,
+            EntryBody::Write(batch) => {
+                for write in &batch.writes {
+                    apply_write(version, lsn, write, scratch, feed)?;
                 }
                 Applied::Write
             }
@@ -76,4 +66,28 @@ pub(crate) fn apply_entries<'e>(
         done.push(applied);
     }
     Ok(done)
+}
+
+/// One write of a batch at `lsn`: its changes applied in order, each handed to `feed`.
+fn apply_write(
+    version: &mut Version,
+    lsn: Lsn,
+    write: &[Vec<u8>],
+    scratch: &mut Vec<u8>,
+    feed: &mut Vec<CommittedChange>,
+) -> Result<(), StoreError> {
+    for (i, payload) in write.iter().enumerate() {
+        let change = Change::decode(payload).map_err(|e| StoreError::Replay {
+            lsn,
+            problem: e.to_string(),
+        })?;
+        apply_change(version, &change, scratch).map_err(|problem| StoreError::Replay { lsn, problem })?;
+        feed.push(CommittedChange {
+            lsn,
+            ends_write: i + 1 == write.len(),
+            change,
+            states: None,
+        });
+    }
+    Ok(())
 }

@@ -16,10 +16,11 @@
 //! - blank: empty;
 //! - membership: the cluster's configuration, opaque to the store (the cluster layer
 //!   encodes it);
-//! - write: the LSN the write was computed to land at (u64, see [`WriteUnit`]), then its
-//!   changes, each a length (u32) and one [`Change`](crate::wal::record::Change) exactly as a
-//!   single server logs it. A write is one commit unit: every change of it applies, or
-//!   none.
+//! - writes: the LSN the batch was computed to land at (u64, see [`WriteBatch`]), the number
+//!   of writes (u32), then each write: its number of changes (u32), then each change, a
+//!   length (u32) and one [`Change`](crate::wal::record::Change) exactly as a single server
+//!   logs it. One entry holds a writer's whole batch (group commit: one entry, one append,
+//!   one round to the followers for all of it); every write of it applies, or none.
 //!
 //! Trailing octets, an unknown kind, or a change whose length runs past the payload are
 //! errors ([`EntryError`]).
@@ -45,33 +46,39 @@ pub struct Leadership {
     pub node: u64,
 }
 
-/// One write as proposed by a leader's writer: its changes, and where it must land.
+/// The writes of one batch of a leader's writer: each write's changes, and where the batch
+/// must land.
 ///
 /// The leader computes a batch of writes on its newest version (at LSN `a`) and proposes
-/// them in order, so write `k` of the batch (from 1) was computed to land at `a + k`. Every
-/// node applies a write only if it did land there ([`WriteUnit::fits`]): then every entry
-/// before it is the one the leader had applied or proposed when it computed the write (the
-/// log matching property), and the write applies to exactly the state it was computed on.
-/// A write that landed elsewhere (leadership changed, or another entry came between) is
-/// skipped by every node alike, and its client is told to retry. The decision depends on
-/// the entry alone, so a node replaying the log decides as a node that applied it live.
+/// them as one entry, computed to land at `a + 1`. Every node applies the batch only if it
+/// did land there ([`WriteBatch::fits`]): then every entry before it is one the leader had
+/// applied when it computed the batch (the log matching property), and the batch applies
+/// to exactly the state it was computed on. A batch that landed elsewhere (leadership
+/// changed, or another entry came between) is skipped by every node alike, and its
+/// clients are told to retry. The decision depends on the entry alone, so a node replaying
+/// the log decides as a node that applied it live.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct WriteUnit {
-    /// The LSN the write was computed to land at.
+pub struct WriteBatch {
+    /// The LSN the batch was computed to land at.
     pub expected_lsn: Lsn,
-    /// Its changes, each an encoded `Change`.
-    pub changes: Vec<Vec<u8>>,
+    /// The writes, in the order they were made; each its changes, each an encoded
+    /// `Change`.
+    pub writes: Vec<Vec<Vec<u8>>>,
 }
 
-impl WriteUnit {
-    /// Whether the write, found at `lsn`, is applied.
+impl WriteBatch {
+    /// Whether the batch, found at `lsn`, is applied.
     pub fn fits(&self, lsn: Lsn) -> bool {
         self.expected_lsn == lsn
     }
 
     /// Octets the body takes.
     fn body_len(&self) -> usize {
-        8 + self.changes.iter().map(|c| 4 + c.len()).sum::<usize>()
+        12 + self
+            .writes
+            .iter()
+            .map(|w| 4 + w.iter().map(|c| 4 + c.len()).sum::<usize>())
+            .sum::<usize>()
     }
 }
 
@@ -82,8 +89,8 @@ pub enum EntryBody {
     Blank,
     /// A configuration of the cluster, encoded by the cluster layer.
     Membership(Vec<u8>),
-    /// A write.
-    Write(WriteUnit),
+    /// A batch of writes.
+    Write(WriteBatch),
 }
 
 /// One entry of the replicated log, as its WAL record holds it.
@@ -127,11 +134,15 @@ impl ReplicatedEntry {
         match &self.body {
             EntryBody::Blank => {}
             EntryBody::Membership(m) => out.extend_from_slice(m),
-            EntryBody::Write(w) => {
-                out.extend_from_slice(&w.expected_lsn.to_le_bytes());
-                for change in &w.changes {
-                    out.extend_from_slice(&(change.len() as u32).to_le_bytes());
-                    out.extend_from_slice(change);
+            EntryBody::Write(batch) => {
+                out.extend_from_slice(&batch.expected_lsn.to_le_bytes());
+                out.extend_from_slice(&(batch.writes.len() as u32).to_le_bytes());
+                for write in &batch.writes {
+                    out.extend_from_slice(&(write.len() as u32).to_le_bytes());
+                    for change in write {
+                        out.extend_from_slice(&(change.len() as u32).to_le_bytes());
+                        out.extend_from_slice(change);
+                    }
                 }
             }
         }
@@ -167,29 +178,52 @@ pub fn leadership_of(payload: &[u8]) -> Result<Leadership, EntryError> {
     })
 }
 
-fn decode_write(body: &[u8]) -> Result<WriteUnit, EntryError> {
-    let expected_lsn = u64_at(body, 0).ok_or(EntryError("a write without its LSN"))?;
+fn decode_write(body: &[u8]) -> Result<WriteBatch, EntryError> {
+    let expected_lsn = u64_at(body, 0).ok_or(EntryError("a batch without its LSN"))?;
     let mut rest = body.get(8..).unwrap_or_default();
-    let mut changes = Vec::new();
-    while !rest.is_empty() {
-        let len = rest
-            .get(..4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map(u32::from_le_bytes)
-            .ok_or(EntryError("a change's length is cut short"))? as usize;
-        let change = rest
-            .get(4..4 + len)
-            .ok_or(EntryError("a change runs past the entry"))?;
-        changes.push(change.to_vec());
-        rest = rest.get(4 + len..).unwrap_or_default();
+    let count = take_count(&mut rest).ok_or(EntryError("a batch without its count of writes"))?;
+    if count == 0 {
+        return Err(EntryError("a batch without writes"));
     }
-    if changes.is_empty() {
-        return Err(EntryError("a write without changes"));
+    // Every write takes at least 4 octets: a count beyond what is left is damage, refused
+    // before anything is allocated for it.
+    if count > rest.len() / 4 {
+        return Err(EntryError("more writes than the entry holds"));
     }
-    Ok(WriteUnit {
-        expected_lsn,
-        changes,
-    })
+    let mut writes = Vec::with_capacity(count);
+    for _ in 0..count {
+        let changes = take_count(&mut rest).ok_or(EntryError("a write's count of changes is cut short"))?;
+        if changes == 0 {
+            return Err(EntryError("a write without changes"));
+        }
+        if changes > rest.len() / 4 {
+            return Err(EntryError("more changes than the entry holds"));
+        }
+        let mut write = Vec::with_capacity(changes);
+        for _ in 0..changes {
+            let len = take_count(&mut rest).ok_or(EntryError("a change's length is cut short"))?;
+            let change = rest
+                .get(..len)
+                .ok_or(EntryError("a change runs past the entry"))?;
+            write.push(change.to_vec());
+            rest = rest.get(len..).unwrap_or_default();
+        }
+        writes.push(write);
+    }
+    if !rest.is_empty() {
+        return Err(EntryError("octets after the last write"));
+    }
+    Ok(WriteBatch { expected_lsn, writes })
+}
+
+/// Takes a u32 count or length from the front of `rest`.
+fn take_count(rest: &mut &[u8]) -> Option<usize> {
+    let n = rest
+        .get(..4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(u32::from_le_bytes)?;
+    *rest = rest.get(4..).unwrap_or_default();
+    Some(n as usize)
 }
 
 fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
@@ -213,9 +247,9 @@ mod tests {
         for body in [
             EntryBody::Blank,
             EntryBody::Membership(b"{\"voters\":[1,2,3]}".to_vec()),
-            EntryBody::Write(WriteUnit {
+            EntryBody::Write(WriteBatch {
                 expected_lsn: 42,
-                changes: vec![vec![0xa1, 0x00], vec![0xa2, 0x01, 0x00]],
+                writes: vec![vec![vec![0xa1, 0x00], vec![0xa2, 0x01, 0x00]], vec![vec![0xa3]]],
             }),
         ] {
             let entry = ReplicatedEntry {
@@ -245,9 +279,9 @@ mod tests {
     fn malformed_payloads_are_refused() {
         let write = ReplicatedEntry {
             leadership: leadership(),
-            body: EntryBody::Write(WriteUnit {
+            body: EntryBody::Write(WriteBatch {
                 expected_lsn: 1,
-                changes: vec![vec![1, 2, 3]],
+                writes: vec![vec![vec![1, 2, 3]]],
             }),
         }
         .encode();
@@ -256,10 +290,46 @@ mod tests {
             (vec![9; 17], "unknown kind"),
             (vec![KIND_BLANK; 18], "a blank entry with a body"),
             (write[..write.len() - 1].to_vec(), "a change runs past the entry"),
-            (write[..HEADER_LEN + 8].to_vec(), "a write without changes"),
             (
-                write[..HEADER_LEN + 10].to_vec(),
+                write[..HEADER_LEN + 8].to_vec(),
+                "a batch without its count of writes",
+            ),
+            (
+                write[..HEADER_LEN + 14].to_vec(),
+                "more writes than the entry holds",
+            ),
+            (
+                write[..HEADER_LEN + 18].to_vec(),
+                "more changes than the entry holds",
+            ),
+            (
+                // One write of two changes: three octets, then a length cut to one octet.
+                [
+                    &write[..HEADER_LEN + 12],
+                    &2u32.to_le_bytes()[..],
+                    &3u32.to_le_bytes()[..],
+                    &[1, 2, 3, 0][..],
+                ]
+                .concat(),
                 "a change's length is cut short",
+            ),
+            ([&write[..], &[0]].concat(), "octets after the last write"),
+            (
+                [&write[..HEADER_LEN + 8], &0u32.to_le_bytes()[..]].concat(),
+                "a batch without writes",
+            ),
+            (
+                [
+                    &write[..HEADER_LEN + 8],
+                    &1u32.to_le_bytes()[..],
+                    &0u32.to_le_bytes()[..],
+                ]
+                .concat(),
+                "a write without changes",
+            ),
+            (
+                [&write[..HEADER_LEN + 8], &u32::MAX.to_le_bytes()[..]].concat(),
+                "more writes than the entry holds",
             ),
         ] {
             assert_eq!(
@@ -271,10 +341,10 @@ mod tests {
     }
 
     #[test]
-    fn a_write_fits_only_where_it_was_computed_to_land() {
-        let unit = WriteUnit {
+    fn a_batch_fits_only_where_it_was_computed_to_land() {
+        let unit = WriteBatch {
             expected_lsn: 10,
-            changes: vec![vec![0]],
+            writes: vec![vec![vec![0]]],
         };
         assert!(unit.fits(10));
         assert!(!unit.fits(9));

@@ -6,11 +6,12 @@
 //! 1. The writer thread takes a batch of jobs, as a single server's does, and asks the
 //!    [`Replicator`] whether this node may write ([`Replicator::ready`]: it leads, and has
 //!    applied every entry of its log, so its newest version is the cluster's).
-//! 2. It runs the jobs on a copy of the newest version. Each job's changes become one
-//!    [`WriteUnit`], stamped with the LSN it must land at ([`entry`] says why that makes
-//!    a stale write harmless).
-//! 3. It hands the units to [`Replicator::replicate`], which proposes them, in order, and
-//!    returns once each is committed by a majority and applied here, or refused.
+//! 2. It runs the jobs on a copy of the newest version. The changes of every job that
+//!    changed something become one [`WriteBatch`], stamped with the LSN it must land at
+//!    ([`entry`] says why that makes a stale batch harmless): one log entry per batch, as
+//!    a single server's group commit makes one fsync per batch.
+//! 3. It hands the batch to [`Replicator::replicate`], which proposes it and returns once
+//!    it is committed by a majority and applied here, or refused.
 //! 4. Nothing of the writer's copy is published: every node, this one included, applies
 //!    committed entries through [`Store::apply_replicated`](crate::Store::apply_replicated)
 //!    in log order, which publishes a version per call and feeds the change feed. Then the
@@ -31,7 +32,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use apply::Applied;
 pub use entry::{
-    index_of_lsn, leadership_of, lsn_of_index, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteUnit,
+    index_of_lsn, leadership_of, lsn_of_index, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteBatch,
 };
 
 use crate::wal::Lsn;
@@ -47,8 +48,8 @@ pub enum ReplicateError {
         /// The leader's client address, when known.
         leader: Option<String>,
     },
-    /// The write was committed at another place in the log than the one it was computed
-    /// for (the leadership changed meanwhile), so no node applied it.
+    /// The write's batch was committed at another place in the log than the one it was
+    /// computed for (the leadership changed meanwhile), so no node applied it.
     #[error("the cluster's leadership changed while the write was made; it was not applied, try again")]
     Superseded,
     /// The write could not be committed in time, or the engine failed: it may still be
@@ -63,9 +64,9 @@ pub trait Replicator: Send + Sync {
     /// applied its whole log), or says why it may not.
     fn ready(&self) -> Result<(), ReplicateError>;
 
-    /// Proposes `writes`, in order, and waits until each is committed and applied here
-    /// (its LSN) or refused. One result per write, in order.
-    fn replicate(&self, writes: Vec<WriteUnit>) -> Vec<Result<Lsn, ReplicateError>>;
+    /// Proposes `batch` and waits until it is committed and applied here (its LSN), or
+    /// refused.
+    fn replicate(&self, batch: WriteBatch) -> Result<Lsn, ReplicateError>;
 }
 
 /// Where a replicated store's writer finds its replicator: set once, after the engine is

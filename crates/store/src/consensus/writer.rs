@@ -4,7 +4,7 @@ use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{ReplicateError, ReplicatorSlot, WriteUnit};
+use super::{ReplicateError, ReplicatorSlot, WriteBatch};
 use crate::error::StoreError;
 use crate::stats::StoreStats;
 use crate::txn::WriteTxn;
@@ -45,12 +45,15 @@ pub(crate) fn run(
             refuse(batch, &e);
             continue;
         }
-        // Step 2: the batch on a copy of the newest version, one unit per job that changed
-        // something.
+        // Step 2: the batch on a copy of the newest version, one write per job that
+        // changed something.
         let base = cell.load();
         let mut working: Version = (*base).clone();
-        let mut units: Vec<WriteUnit> = Vec::new();
-        let mut finishers: Vec<(Finish, Option<usize>)> = Vec::with_capacity(batch.len());
+        let mut batch_out = WriteBatch {
+            expected_lsn: base.lsn + 1,
+            writes: Vec::new(),
+        };
+        let mut finishers: Vec<(Finish, bool)> = Vec::with_capacity(batch.len());
         for job in batch {
             log.clear();
             let mut txn = WriteTxn {
@@ -61,38 +64,28 @@ pub(crate) fn run(
                 keep_changes: false,
             };
             let finish = job(Ok(&mut txn));
-            if log.is_empty() {
-                finishers.push((finish, None));
-                continue;
+            let changed = !log.is_empty();
+            if changed {
+                batch_out.writes.push(log.drain(..).map(|r| r.payload).collect());
             }
-            units.push(WriteUnit {
-                expected_lsn: base.lsn + units.len() as u64 + 1,
-                changes: log.drain(..).map(|r| r.payload).collect(),
-            });
-            finishers.push((finish, Some(units.len() - 1)));
+            finishers.push((finish, changed));
         }
-        if units.is_empty() {
+        if batch_out.writes.is_empty() {
             for (finish, _) in finishers {
                 finish(Ok(()));
             }
             continue;
         }
         // Steps 3 and 4: proposed, committed, applied by every node (here too).
-        let records = units.iter().map(|u| u.changes.len() as u64).sum();
+        let records = batch_out.writes.iter().map(|w| w.len() as u64).sum();
         let handed = Instant::now();
-        let results = replicator.replicate(units);
+        let result = replicator.replicate(batch_out);
         let nanos = u64::try_from(handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
         stats.committed(finishers.len() as u64, records, nanos);
-        for (finish, unit) in finishers {
-            finish(match unit {
-                None => Ok(()),
-                Some(i) => match results.get(i) {
-                    Some(Ok(_)) => Ok(()),
-                    Some(Err(e)) => Err(StoreError::Replication(e.clone())),
-                    None => Err(StoreError::Replication(ReplicateError::Unavailable(
-                        "the cluster gave no result for the write".into(),
-                    ))),
-                },
+        for (finish, changed) in finishers {
+            finish(match (&result, changed) {
+                (_, false) | (Ok(_), true) => Ok(()),
+                (Err(e), true) => Err(StoreError::Replication(e.clone())),
             });
         }
     }
