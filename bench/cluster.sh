@@ -15,7 +15,9 @@
 #      writes go to the single server and to the cluster's leader, searches to the
 #      single server and to a follower (read throughput on followers);
 #   4. prints one table: per workload and side the median round's operations per second,
-#      p50 and p99 latency, then cluster/single ratios by round.
+#      p50 and p99 latency and server CPU per operation (the cluster's: the node measured,
+#      then all three nodes together, warm-up included), then cluster/single ratios by
+#      round.
 # --toml TEXT is added to every server's configuration (e.g. '[store]\nsync = "none"' to
 # see what the disk's fsyncs cost). Workloads: modify-d1 (16 connections, one modify in flight each), modify (8 x 8
 # pipelined), search-d1 (16 x 1, (cn=...) returning no attributes).
@@ -122,6 +124,11 @@ run() { # side workload
   esac
   "$bin" bench -H "$url" --server-pid "$pid" --duration "${duration}s" --warmup "${warmup}s" --line -q "${args[@]}"
 }
+cpu_ticks() { # PIDs: utime + stime of all their threads, in clock ticks
+  local p total=0
+  for p in "$@"; do total=$(( total + $(awk '{ print $14 + $15 }' "/proc/$p/stat") )); done
+  echo "$total"
+}
 field() { local kv; for kv in $2; do [ "${kv%%=*}" = "$1" ] && { echo "${kv#*=}"; return; }; done; echo "-"; }
 declare -A res
 for w in $workloads; do
@@ -129,15 +136,23 @@ for w in $workloads; do
     if [ $((r % 2)) = 1 ]; then order="single cluster"; else order="cluster single"; fi
     for side in $order; do
       say "$w round $r: $side"
+      if [ "$side" = cluster ]; then before=$(cpu_ticks "${node_pid[@]}"); fi
       res[$side,$w,$r]=$(run "$side" "$w")
+      if [ "$side" = cluster ]; then
+        # CPU of all three nodes (warm-up included) per operation measured: an upper bound.
+        ticks=$(( $(cpu_ticks "${node_pid[@]}") - before ))
+        all_us=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$(field ops "${res[$side,$w,$r]}")" \
+          -v d="$duration" -v wu="$warmup" 'BEGIN { printf "%.1f", t / hz * 1e6 / (n * (d + wu) / d) }')
+        res[$side,$w,$r]+=" nodes_us_per_op=$all_us"
+      fi
       say "${res[$side,$w,$r]}"
     done
   done
 done
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else print a[int((NR + 1) / 2)] }'; }
 echo
-echo "| workload | single ops/s | single p50/p99 µs | cluster ops/s | cluster p50/p99 µs | cluster/single ops by round |"
-echo "|---|---|---|---|---|---|"
+echo "| workload | single ops/s | single p50/p99 µs | single server µs/op | cluster ops/s | cluster p50/p99 µs | cluster µs/op: leader, all nodes | cluster/single ops by round |"
+echo "|---|---|---|---|---|---|---|---|"
 for w in $workloads; do
   cells=()
   for side in single cluster; do
@@ -145,10 +160,15 @@ for w in $workloads; do
     p50=$(for r in $(seq "$rounds"); do field p50_us "${res[$side,$w,$r]}"; done | median)
     p99=$(for r in $(seq "$rounds"); do field p99_us "${res[$side,$w,$r]}"; done | median)
     cells+=("$p50 / $p99")
+    us=$(for r in $(seq "$rounds"); do field server_us_per_op "${res[$side,$w,$r]}"; done | median)
+    if [ "$side" = cluster ]; then
+      us+=", $(for r in $(seq "$rounds"); do field nodes_us_per_op "${res[$side,$w,$r]}"; done | median)"
+    fi
+    cells+=("$us")
   done
   ratios=()
   for r in $(seq "$rounds"); do
     ratios+=("$(awk -v c="$(field ops_per_sec "${res[cluster,$w,$r]}")" -v s="$(field ops_per_sec "${res[single,$w,$r]}")" 'BEGIN { printf "%.3f", c / s }')")
   done
-  printf '| %s | %s | %s | %s | %s | %s |\n' "$w" "${cells[@]}" "${ratios[*]}"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$w" "${cells[@]}" "${ratios[*]}"
 done
