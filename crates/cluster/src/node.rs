@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use larch_store::consensus::{Applied, ReplicateError, Replicator, WriteBatch};
+use larch_store::consensus::{Applied, Leadership, ReplicateError, Replicator, WriteBatch};
 use larch_store::wal::Lsn;
 use larch_store::Store;
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
@@ -261,14 +261,18 @@ impl Proposer {
 }
 
 impl Replicator for Proposer {
-    fn ready(&self) -> Result<(), ReplicateError> {
+    fn ready(&self) -> Result<Leadership, ReplicateError> {
         let metrics = self.raft.metrics().borrow().clone();
         if metrics.state != ServerState::Leader || metrics.current_leader != Some(self.id) {
             return Err(self.not_leader(&metrics));
         }
+        let leadership = Leadership {
+            term: metrics.current_term,
+            node: self.id,
+        };
         let last = metrics.last_log_index;
         if metrics.last_applied.map(|l| l.index) >= last {
-            return Ok(());
+            return Ok(leadership);
         }
         // A new leader applies the entries of earlier terms once its blank entry commits.
         self.handle
@@ -277,7 +281,7 @@ impl Replicator for Proposer {
                     .wait(Some(self.timeout))
                     .applied_index_at_least(last, "the leader applies its log"),
             )
-            .map(drop)
+            .map(|_| leadership)
             .map_err(|e| ReplicateError::Unavailable(e.to_string()))
     }
 

@@ -42,8 +42,14 @@ async fn writes_on_the_leader_reach_every_node() {
     // A refusal of the write itself travels back like on a single server.
     let twice = write(store, add("e0", "again")).await.unwrap();
     assert!(matches!(twice, Err(StoreError::AlreadyExists)), "{twice:?}");
-    // The leader's own store has the write once it is acknowledged.
+    // The leader's own store has the write once it is acknowledged, published from the
+    // version its writer computed rather than replayed.
     assert_eq!(content(&store.current()).len(), 21);
+    assert!(
+        store.batches_from_writer() >= 20,
+        "{}",
+        store.batches_from_writer()
+    );
 
     let state = cluster.converged(Duration::from_secs(10)).await;
     assert_eq!(state.len(), 21);

@@ -93,6 +93,7 @@ fn documented_defaults_are_the_defaults() {
             "access_log",
             "audit_log",
             "bind_throttle",
+            "cluster",
             "directory",
             "error_log",
             "groups",
@@ -116,7 +117,8 @@ fn documented_defaults_are_the_defaults() {
     for (section, keys) in &defaults {
         // `[tls]` has no defaults: without the table there is no TLS (checked below).
         // `[[replication]]` has required keys: without a table the server is no replica.
-        if section == "tls" || section == "[replication]" {
+        // `[cluster]` too: without it the server stands alone (checked below).
+        if section == "tls" || section == "[replication]" || section == "cluster" {
             continue;
         }
         text.push_str(&format!("[{section}]\n"));
@@ -150,6 +152,7 @@ fn documented_defaults_are_the_defaults() {
     // An empty file is the defaults.
     assert_eq!(ServerConfig::from_toml_str("").unwrap(), d);
     assert_eq!(d.tls, None);
+    assert_eq!(d.cluster, None);
     assert_eq!(d.security.require_tls, RequireTls::Remote);
     assert_eq!(
         d.sasl.mechanisms,

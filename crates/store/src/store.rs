@@ -239,6 +239,10 @@ struct Inner {
 struct Replicated {
     slot: ReplicatorSlot,
     apply: Mutex<Vec<u8>>,
+    /// The leader's writer's computed version of the batch being committed.
+    prepared: Arc<Mutex<Option<consensus::Prepared>>>,
+    /// Batches published from the writer's computed version instead of replayed.
+    from_writer: std::sync::atomic::AtomicU64,
 }
 
 /// The in-memory directory database. Cheap to clone (a reference).
@@ -383,6 +387,8 @@ impl Store {
         let replicated = options.replicated.then(|| Replicated {
             slot: ReplicatorSlot::default(),
             apply: Mutex::new(Vec::new()),
+            prepared: Arc::default(),
+            from_writer: std::sync::atomic::AtomicU64::new(0),
         });
         let writer = {
             let cell = Arc::clone(&cell);
@@ -390,11 +396,13 @@ impl Store {
             let feed = Arc::clone(&feed);
             let health = Arc::clone(&health);
             let stats = Arc::clone(&stats);
-            let slot = replicated.as_ref().map(|r| Arc::clone(&r.slot));
+            let slot = replicated
+                .as_ref()
+                .map(|r| (Arc::clone(&r.slot), Arc::clone(&r.prepared)));
             std::thread::Builder::new()
                 .name("larch-writer".into())
                 .spawn(move || match slot {
-                    Some(slot) => consensus::writer::run(rx, cell, slot, stats),
+                    Some((slot, prepared)) => consensus::writer::run(rx, cell, slot, prepared, stats),
                     None => writer::run(rx, cell, wal, feed, health, stats),
                 })
                 .map_err(io("start the writer for", &options.dir))?
@@ -632,6 +640,15 @@ impl Store {
         &self.inner.storage
     }
 
+    /// In a cluster: how many committed batches were published from the leader's writer's
+    /// own computed version instead of replayed ([`crate::consensus`], step 4).
+    pub fn batches_from_writer(&self) -> u64 {
+        self.inner
+            .replicated
+            .as_ref()
+            .map_or(0, |r| r.from_writer.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// In a cluster: applies committed entries of the replicated log, each with its LSN,
     /// in log order ([`crate::consensus::apply`]), publishes the version that holds them
     /// and hands their changes to the change feed. One result per entry. An error means
@@ -648,11 +665,26 @@ impl Store {
         let mut scratch = replicated.apply.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.inner.cell.load();
         let mut next = (*current).clone();
-        let mut changes = Vec::new();
-        let done = consensus::apply::apply_entries(&mut next, entries, &mut scratch, &mut changes)?;
+        let mut changes = self.inner.feed.has_subscribers().then(Vec::new);
+        let mut prepared = consensus::writer::lock(&replicated.prepared);
+        let waiting = prepared.is_some();
+        let done = consensus::apply::apply_entries(
+            &mut next,
+            &current,
+            entries,
+            &mut prepared,
+            &mut scratch,
+            &mut changes,
+        )?;
+        if waiting && prepared.is_none() {
+            replicated
+                .from_writer
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        drop(prepared);
         if next.lsn != current.lsn {
             self.inner.cell.publish(Arc::new(next));
-            self.inner.feed.deliver_committed(changes);
+            self.inner.feed.deliver_committed(changes.unwrap_or_default());
         }
         Ok(done)
     }

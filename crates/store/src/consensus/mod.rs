@@ -12,10 +12,13 @@
 //!    a single server's group commit makes one fsync per batch.
 //! 3. It hands the batch to [`Replicator::replicate`], which proposes it and returns once
 //!    it is committed by a majority and applied here, or refused.
-//! 4. Nothing of the writer's copy is published: every node, this one included, applies
+//! 4. The writer does not publish its copy: every node, this one included, applies
 //!    committed entries through [`Store::apply_replicated`](crate::Store::apply_replicated)
 //!    in log order, which publishes a version per call and feeds the change feed. Then the
-//!    writer reports each job's result.
+//!    writer reports each job's result. The leader's writer leaves its copy as a
+//!    [`Prepared`] version: when the entry applied is exactly that batch (appended under
+//!    the leadership the writer saw, at the LSN it was computed for, onto the very version
+//!    it was computed on), the copy is published instead of replaying the batch.
 //!
 //! The WAL holds the replicated log (the engine's log storage appends, truncates and reads
 //! it; see [`entry`] for its payloads), so a committed write is on disk once on a majority
@@ -35,6 +38,7 @@ pub use entry::{
     index_of_lsn, leadership_of, lsn_of_index, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteBatch,
 };
 
+use crate::version::Version;
 use crate::wal::Lsn;
 
 /// Why a write was not applied by the cluster.
@@ -61,12 +65,27 @@ pub enum ReplicateError {
 /// The consensus engine, as the store's writer sees it.
 pub trait Replicator: Send + Sync {
     /// Waits until this node may compute writes on its newest version (it leads and has
-    /// applied its whole log), or says why it may not.
-    fn ready(&self) -> Result<(), ReplicateError>;
+    /// applied its whole log), or says why it may not. Returns the leadership its entries
+    /// are appended under now (the term may move on before the next proposal: a batch
+    /// appended under another is then applied like any other node's).
+    fn ready(&self) -> Result<Leadership, ReplicateError>;
 
     /// Proposes `batch` and waits until it is committed and applied here (its LSN), or
     /// refused.
     fn replicate(&self, batch: WriteBatch) -> Result<Lsn, ReplicateError>;
+}
+
+/// The leader's writer's copy of the version after its batch, left for the apply path
+/// (step 4).
+pub(crate) struct Prepared {
+    /// The leadership the batch is appended under.
+    pub leadership: Leadership,
+    /// The LSN it was computed to land at.
+    pub lsn: Lsn,
+    /// The version it was computed on.
+    pub base: Arc<Version>,
+    /// The version with the batch applied.
+    pub working: Version,
 }
 
 /// Where a replicated store's writer finds its replicator: set once, after the engine is

@@ -1,10 +1,10 @@
 //! The writer thread of a replicated store (steps 1 to 4 of [`super`]).
 
 use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::{ReplicateError, ReplicatorSlot, WriteBatch};
+use super::{Prepared, ReplicateError, ReplicatorSlot, WriteBatch};
 use crate::error::StoreError;
 use crate::stats::StoreStats;
 use crate::txn::WriteTxn;
@@ -17,6 +17,7 @@ pub(crate) fn run(
     jobs: Receiver<Job>,
     cell: Arc<VersionCell<Version>>,
     slot: ReplicatorSlot,
+    prepared: Arc<Mutex<Option<Prepared>>>,
     stats: Arc<StoreStats>,
 ) {
     let mut log = Vec::new();
@@ -41,10 +42,13 @@ pub(crate) fn run(
             );
             continue;
         };
-        if let Err(e) = replicator.ready() {
-            refuse(batch, &e);
-            continue;
-        }
+        let leadership = match replicator.ready() {
+            Ok(l) => l,
+            Err(e) => {
+                refuse(batch, &e);
+                continue;
+            }
+        };
         // Step 2: the batch on a copy of the newest version, one write per job that
         // changed something.
         let base = cell.load();
@@ -78,8 +82,16 @@ pub(crate) fn run(
         }
         // Steps 3 and 4: proposed, committed, applied by every node (here too).
         let records = batch_out.writes.iter().map(|w| w.len() as u64).sum();
+        *lock(&prepared) = Some(Prepared {
+            leadership,
+            lsn: batch_out.expected_lsn,
+            base,
+            working,
+        });
         let handed = Instant::now();
         let result = replicator.replicate(batch_out);
+        // Used by the apply path, or of no use any more.
+        lock(&prepared).take();
         let nanos = u64::try_from(handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
         stats.committed(finishers.len() as u64, records, nanos);
         for (finish, changed) in finishers {
@@ -97,4 +109,9 @@ fn refuse(batch: Vec<Job>, why: &ReplicateError) {
         let e = || StoreError::Replication(why.clone());
         job(Err(e()))(Err(e()));
     }
+}
+
+/// The prepared slot; its holders never leave it half written.
+pub(crate) fn lock(prepared: &Mutex<Option<Prepared>>) -> MutexGuard<'_, Option<Prepared>> {
+    prepared.lock().unwrap_or_else(|e| e.into_inner())
 }
