@@ -26,7 +26,8 @@
 //! snapshots failing) for the error log. [`syncrepl`] makes the server a read replica of an
 //! OpenLDAP or Larch provider (RFC 4533 consumer); [`syncprov`] makes it a provider that
 //! replicas follow (the session log, persistent searches fed from the change feed; the
-//! refresh is a search, `search::sync`).
+//! refresh is a search, `search::sync`). [`cluster`] makes it a node of a cluster whose
+//! writes go through an openraft log (`larch_cluster`; docs/cluster.md).
 //!
 //! Layers, from the bottom up: a module imports only modules listed before it, on its
 //! line or an earlier one (`tests/layering.rs` reads this list and checks every
@@ -44,7 +45,8 @@
 //! 7. `directory`: the shared state;
 //! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
 //!    operations;
-//! 9. `session`, `net`, `metrics`: connections, and the metrics endpoint.
+//! 9. `session`, `net`, `metrics`, `cluster`: connections, the metrics endpoint, and the
+//!    cluster node (`[cluster]`).
 //!
 //! Every operation ends in one place ([`outcome`]: one encoder for the responses, observers
 //! told how it ended); [`accesslog`] is the first observer. [`auditlog`] writes every
