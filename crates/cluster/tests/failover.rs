@@ -15,16 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{address, apply, content, surely_not_applied, write, Cluster, Op, SUFFIX};
+use common::{add, add_suffix, address, apply, content, surely_not_applied, write, Cluster, Op, SUFFIX};
 use larch_cluster::network::memory::Faults;
 use larch_store::{Store, StoreError};
-
-fn add(name: &str, value: &str) -> Op {
-    Op::Add {
-        dn: format!("cn={name},{SUFFIX}"),
-        value: value.into(),
-    }
-}
 
 fn dn(name: &str) -> String {
     format!("cn={name},{SUFFIX}")
@@ -82,16 +75,7 @@ fn writer(
 async fn a_killed_leader_is_replaced_and_no_acknowledged_write_is_lost() {
     let mut cluster = Cluster::start(3, 3).await;
     let leader = cluster.leader(Duration::from_secs(5)).await;
-    write(
-        &cluster.nodes[&leader].store,
-        Op::Add {
-            dn: SUFFIX.into(),
-            value: "top".into(),
-        },
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    add_suffix(&cluster.nodes[&leader].store).await;
     let stores: Arc<Mutex<BTreeMap<u64, Store>>> = Arc::new(Mutex::new(
         cluster
             .nodes
@@ -169,16 +153,7 @@ async fn a_killed_leader_is_replaced_and_no_acknowledged_write_is_lost() {
 async fn a_leader_cut_off_commits_nothing_and_healing_converges() {
     let cluster = Cluster::start(3, 4).await;
     let old = cluster.leader(Duration::from_secs(5)).await;
-    write(
-        &cluster.nodes[&old].store,
-        Op::Add {
-            dn: SUFFIX.into(),
-            value: "top".into(),
-        },
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    add_suffix(&cluster.nodes[&old].store).await;
     cluster.router.partition(&[old], &cluster.ids);
 
     // The old leader cannot commit: the write is not acknowledged.
@@ -273,16 +248,7 @@ async fn a_replaced_node_catches_up_from_the_log() {
     let mut cluster = Cluster::start(3, 6).await;
     let leader = cluster.leader(Duration::from_secs(5)).await;
     let store = cluster.nodes[&leader].store.clone();
-    write(
-        &store,
-        Op::Add {
-            dn: SUFFIX.into(),
-            value: "top".into(),
-        },
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    add_suffix(&store).await;
     for i in 0..30 {
         write(&store, add(&format!("r{i}"), "v")).await.unwrap().unwrap();
     }
@@ -321,16 +287,7 @@ async fn a_restarted_node_serves_what_it_had_before_it_hears_from_a_leader() {
     let mut cluster = Cluster::start(3, 7).await;
     let leader = cluster.leader(Duration::from_secs(5)).await;
     let store = cluster.nodes[&leader].store.clone();
-    write(
-        &store,
-        Op::Add {
-            dn: SUFFIX.into(),
-            value: "top".into(),
-        },
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    add_suffix(&store).await;
     for i in 0..10 {
         write(&store, add(&format!("h{i}"), "v")).await.unwrap().unwrap();
     }

@@ -6,33 +6,17 @@ mod common;
 
 use std::time::Duration;
 
-use common::{address, apply, content, open_store, write, Cluster, Op, SUFFIX};
+use common::{add, add_suffix, address, apply, content, open_store, write, Cluster, Op, SUFFIX};
 use larch_store::consensus::ReplicateError;
 use larch_store::storage::FaultStorage;
 use larch_store::StoreError;
-
-fn add(name: &str, value: &str) -> Op {
-    Op::Add {
-        dn: format!("cn={name},{SUFFIX}"),
-        value: value.into(),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_on_the_leader_reach_every_node() {
     let cluster = Cluster::start(3, 1).await;
     let leader = cluster.leader(Duration::from_secs(5)).await;
     let store = &cluster.nodes[&leader].store;
-    write(
-        store,
-        Op::Add {
-            dn: SUFFIX.into(),
-            value: "top".into(),
-        },
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    add_suffix(store).await;
     for i in 0..20 {
         write(store, add(&format!("e{i}"), &format!("v{i}")))
             .await

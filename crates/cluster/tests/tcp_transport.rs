@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{content, start_node_with, write, Cluster, Node, Op, SUFFIX};
+use common::{add, add_suffix, content, start_node_with, write, Cluster, Node};
 use larch_cluster::network::codec::{decode_frame_body, encode_frame, frame_len, Message};
 use larch_cluster::network::tcp::{serve, Security, TcpNetwork};
 use larch_cluster::types::Larch;
@@ -31,13 +31,6 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-
-fn add(name: &str, value: &str) -> Op {
-    Op::Add {
-        dn: format!("cn={name},{SUFFIX}"),
-        value: value.into(),
-    }
-}
 
 /// Nodes linked over TCP, each served on its own listener.
 struct TcpCluster {
@@ -167,11 +160,7 @@ fn mutual_tls(trusts: &Ca, holds: &Ca, id: u64) -> Security {
 async fn write_on_the_leader(c: &TcpCluster, count: usize) -> u64 {
     let leader = c.cluster.leader(Duration::from_secs(10)).await;
     let store = &c.node(leader).store;
-    let suffix = Op::Add {
-        dn: SUFFIX.into(),
-        value: "top".into(),
-    };
-    write(store, suffix).await.unwrap().unwrap();
+    add_suffix(store).await;
     for i in 0..count {
         write(store, add(&format!("e{i}"), &format!("v{i}")))
             .await
@@ -309,11 +298,7 @@ async fn a_peer_sending_garbage_is_disconnected_and_the_node_serves_on() {
         .await
         .unwrap();
     let store = &c.node(1).store;
-    let suffix = Op::Add {
-        dn: SUFFIX.into(),
-        value: "top".into(),
-    };
-    write(store, suffix).await.unwrap().unwrap();
+    add_suffix(store).await;
     c.stop().await;
 }
 

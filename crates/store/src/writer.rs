@@ -83,17 +83,9 @@ pub(crate) fn run(
     let mut kept: Vec<(Change, EntryStates)> = Vec::new();
     let mut scratch: Vec<u8> = Vec::with_capacity(1024);
     loop {
-        let first = match jobs.recv() {
-            Ok(job) => job,
-            Err(RecvError) => return,
+        let Some(batch) = next_batch(&jobs) else {
+            return;
         };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-            }
-        }
         // A halt met by this thread, or by the log's own thread between batches (a late
         // fsync under `sync = batch`).
         if let Some(halt) = failed.clone().or_else(|| health.write_halt()) {
@@ -163,6 +155,23 @@ pub(crate) fn run(
             }
         }
     }
+}
+
+/// Step 2's first half: waits for a job, then takes every job queued behind it, up to
+/// [`MAX_BATCH`]; `None` once every sender is gone.
+pub(crate) fn next_batch(jobs: &Receiver<Job>) -> Option<Vec<Job>> {
+    let first = match jobs.recv() {
+        Ok(job) => job,
+        Err(RecvError) => return None,
+    };
+    let mut batch = vec![first];
+    while batch.len() < MAX_BATCH {
+        match jobs.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+        }
+    }
+    Some(batch)
 }
 
 /// Makes one job's records one commit unit: each continues but the last.

@@ -103,6 +103,23 @@ pub async fn write(store: &Store, op: Op) -> Result<Result<(), StoreError>, Stor
         .unwrap()
 }
 
+/// The add of `cn=<name>` below the suffix.
+pub fn add(name: &str, value: &str) -> Op {
+    Op::Add {
+        dn: format!("cn={name},{SUFFIX}"),
+        value: value.into(),
+    }
+}
+
+/// Adds the suffix entry through `store` (the leader's), which must take it.
+pub async fn add_suffix(store: &Store) {
+    let op = Op::Add {
+        dn: SUFFIX.into(),
+        value: "top".into(),
+    };
+    write(store, op).await.unwrap().unwrap();
+}
+
 /// A store's content: normalized DN -> description.
 pub fn content(version: &Version) -> BTreeMap<String, String> {
     let s = schema();

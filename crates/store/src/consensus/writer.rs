@@ -1,6 +1,6 @@
 //! The writer thread of a replicated store (steps 1 to 4 of [`super`]).
 
-use std::sync::mpsc::{Receiver, RecvError, TryRecvError};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -10,7 +10,7 @@ use crate::stats::StoreStats;
 use crate::txn::WriteTxn;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
-use crate::writer::{Finish, Job, MAX_BATCH};
+use crate::writer::{next_batch, Finish, Job};
 
 /// The writer loop; returns when every sender is gone.
 pub(crate) fn run(
@@ -24,17 +24,9 @@ pub(crate) fn run(
     let mut kept = Vec::new();
     let mut scratch: Vec<u8> = Vec::with_capacity(1024);
     loop {
-        let first = match jobs.recv() {
-            Ok(job) => job,
-            Err(RecvError) => return,
+        let Some(batch) = next_batch(&jobs) else {
+            return;
         };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-            }
-        }
         let Some(replicator) = slot.get() else {
             refuse(
                 batch,
