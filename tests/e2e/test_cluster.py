@@ -15,6 +15,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -42,6 +43,7 @@ class Cluster:
     """Three nodes on private directories, each with a `/metrics` listener."""
 
     def __init__(self, larch_bin, n=3):
+        self.larch_bin = larch_bin
         self.tmp = tempfile.mkdtemp(prefix="larch-e2e-cluster-")
         self.raft_ports = {i: conftest.free_port() for i in range(1, n + 1)}
         self.nodes = {}
@@ -200,6 +202,27 @@ def test_a_cluster_forms_replicates_and_refers_writes_to_its_leader(cluster):
     assert info["cn=role"]["monitoredInfo"] == ["follower"], info
     assert info["cn=leader"]["monitoredInfo"] == [str(leader.node_id)], info
     assert info["cn=node"]["monitoredInfo"] == [str(follower.node_id)], info
+
+    # `larch cluster status` says the same in two lines.
+    r = cluster_status(cluster.larch_bin, follower)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"cluster: node {follower.node_id} follower, leader {leader.node_id}, term "), lines
+    members = lines[1].removeprefix("cluster members: ").split(", ")
+    assert sorted(m.split()[0] for m in members) == ["1", "2", "3"], lines
+    assert all(m.endswith(" voter") for m in members), lines
+
+
+def cluster_status(larch_bin, srv):
+    return subprocess.run([larch_bin, "cluster", "status", "-H", srv.url, "-D", srv.admin_dn, "-w", srv.admin_pw],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cluster_status_on_a_server_that_is_not_a_cluster_node(request, server):
+    r = cluster_status(request.config.getoption("--larch-bin"), server)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.strip().splitlines()[-1] == \
+        "larch cluster status: the server is not a cluster node (no cn=Cluster,cn=Monitor)", r.stderr
 
 
 def test_kill9_of_the_leader_loses_no_acknowledged_write(cluster):
