@@ -4,7 +4,7 @@
 //! [`crate::raft_state`].
 //!
 //! Appends go to the log's group commit and are reported flushed when fsynced. The newest
-//! [`CACHED_ENTRIES`] entries are kept in memory as well, so sending them to followers
+//! entries ([`CACHED_ENTRIES`] and [`CACHED_OCTETS`] at most) are kept in memory as well, so sending them to followers
 //! reads no file; older ones are read back from the segments.
 //!
 //! The committed log ID is kept as a hint in `committed` beside the state file (written at
@@ -30,8 +30,12 @@ use openraft::{AnyError, LogId, LogState, RaftLogReader, StorageError, StorageIO
 use crate::raft_state::{self, RaftState};
 use crate::types::{from_replicated, lsn_of, to_replicated, Entry, Larch, NodeId};
 
-/// Entries kept in memory besides the log (the newest ones).
+/// Entries kept in memory besides the log (the newest ones), at most.
 pub const CACHED_ENTRIES: usize = 8192;
+
+/// Octets of entries kept in memory besides the log, at most (an entry holds a whole batch
+/// of writes, up to a WAL record's 16 MiB): the newest entry is always kept.
+pub const CACHED_OCTETS: usize = 64 << 20;
 
 /// How often, at most, the committed hint is written.
 pub const COMMITTED_HINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -61,6 +65,38 @@ struct Inner {
 struct Cache {
     entries: VecDeque<Entry>,
     last: Option<LogId<NodeId>>,
+    /// Octets of the entries' writes.
+    octets: usize,
+}
+
+/// Octets an entry's writes take (what the cache bound counts).
+fn entry_octets(e: &Entry) -> usize {
+    match &e.payload {
+        openraft::EntryPayload::Normal(batch) => batch.writes.iter().flatten().map(Vec::len).sum(),
+        _ => 0,
+    }
+}
+
+impl Cache {
+    fn push(&mut self, e: Entry) {
+        self.octets += entry_octets(&e);
+        self.entries.push_back(e);
+        while self.entries.len() > 1 && (self.entries.len() > CACHED_ENTRIES || self.octets > CACHED_OCTETS) {
+            self.pop_front();
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Entry> {
+        let e = self.entries.pop_front()?;
+        self.octets -= entry_octets(&e);
+        Some(e)
+    }
+
+    fn pop_back(&mut self) -> Option<Entry> {
+        let e = self.entries.pop_back()?;
+        self.octets -= entry_octets(&e);
+        Some(e)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,7 +138,9 @@ impl LogStore {
         let newest = store.read_from_disk(from, last_lsn)?;
         let mut cache = lock(&store.inner.cache);
         cache.last = newest.last().map(|e| e.log_id);
-        cache.entries = newest.into();
+        for e in newest {
+            cache.push(e);
+        }
         drop(cache);
         Ok(store)
     }
@@ -327,9 +365,8 @@ impl RaftLogStorage<Larch> for LogStore {
         {
             let mut cache = lock(&self.inner.cache);
             cache.last = entries.last().map(|e| e.log_id);
-            cache.entries.extend(entries);
-            while cache.entries.len() > CACHED_ENTRIES {
-                cache.entries.pop_front();
+            for e in entries {
+                cache.push(e);
             }
         }
         let wal = Arc::clone(&self.inner.wal);
@@ -352,7 +389,7 @@ impl RaftLogStorage<Larch> for LogStore {
             .back()
             .is_some_and(|e| e.log_id.index >= log_id.index)
         {
-            cache.entries.pop_back();
+            cache.pop_back();
         }
         cache.last = match cache.entries.back() {
             Some(e) => Some(e.log_id),
@@ -384,7 +421,7 @@ impl RaftLogStorage<Larch> for LogStore {
             .front()
             .is_some_and(|e| e.log_id.index <= log_id.index)
         {
-            cache.entries.pop_front();
+            cache.pop_front();
         }
         if cache.last.is_none_or(|l| l.index < log_id.index) {
             cache.last = Some(log_id);

@@ -102,3 +102,72 @@ async fn a_cluster_ends_where_a_single_server_ends() {
     assert_eq!(state, content(&single.current()));
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_larger_than_a_log_record_is_cut_into_entries() {
+    let cluster = Cluster::start(3, 11).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let store = cluster.nodes[&leader].store.clone();
+    add_suffix(&store).await;
+    let big = "x".repeat(1 << 20);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The first job holds the writer while 39 more queue behind it, so the next batch is
+    // 39 writes of 1 MiB each: more than one entry (a WAL record holds 16 MiB).
+    store.submit(|_txn| std::thread::sleep(Duration::from_millis(300)), |_| {});
+    for i in 0..39 {
+        let tx = tx.clone();
+        let op = add(&format!("big{i}"), &big);
+        let s = store.clone();
+        store.submit(
+            move |txn| {
+                let Op::Add { dn, value } = op else { unreachable!() };
+                let e = common::entry(&dn, &value);
+                txn.add(&e.dn, &e.norm_dn, &e.to_stored(), false).map(drop)
+            },
+            move |r| {
+                let _ = &s;
+                tx.send(r).unwrap();
+            },
+        );
+    }
+    drop(tx);
+    let results: Vec<_> = tokio::task::spawn_blocking(move || rx.iter().collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 39);
+    for r in &results {
+        assert!(matches!(r, Ok(Ok(()))), "{r:?}");
+    }
+    let state = cluster.converged(Duration::from_secs(20)).await;
+    assert_eq!(state.len(), 40);
+    // Three entries at least carried the 39 writes.
+    assert!(store.current().lsn() >= 5, "LSN {}", store.current().lsn());
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_write_larger_than_a_log_record_is_refused_and_undone() {
+    let cluster = Cluster::start(3, 12).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let store = cluster.nodes[&leader].store.clone();
+    add_suffix(&store).await;
+    let big = "y".repeat(1 << 20);
+    // One write of 20 entries of 1 MiB: 20 MiB, beyond one WAL record.
+    let s = store.clone();
+    let refused = tokio::task::spawn_blocking(move || {
+        s.write(move |txn| {
+            for i in 0..20 {
+                let e = common::entry(&format!("cn=huge{i},{SUFFIX}"), &big);
+                txn.add(&e.dn, &e.norm_dn, &e.to_stored(), false)?;
+            }
+            Ok::<(), StoreError>(())
+        })
+    })
+    .await
+    .unwrap();
+    assert!(matches!(refused, Err(StoreError::TooLarge { .. })), "{refused:?}");
+    write(&store, add("after", "v")).await.unwrap().unwrap();
+    let state = cluster.converged(Duration::from_secs(10)).await;
+    assert_eq!(state.len(), 2, "{:?}", state.keys().collect::<Vec<_>>());
+    cluster.stop().await;
+}
