@@ -116,18 +116,10 @@ async fn a_batch_larger_than_a_log_record_is_cut_into_entries() {
     store.submit(|_txn| std::thread::sleep(Duration::from_millis(300)), |_| {});
     for i in 0..39 {
         let tx = tx.clone();
-        let op = add(&format!("big{i}"), &big);
-        let s = store.clone();
+        let e = common::entry(&format!("cn=big{i},{SUFFIX}"), &big);
         store.submit(
-            move |txn| {
-                let Op::Add { dn, value } = op else { unreachable!() };
-                let e = common::entry(&dn, &value);
-                txn.add(&e.dn, &e.norm_dn, &e.to_stored(), false).map(drop)
-            },
-            move |r| {
-                let _ = &s;
-                tx.send(r).unwrap();
-            },
+            move |txn| txn.add(&e.dn, &e.norm_dn, &e.to_stored(), false).map(drop),
+            move |r| tx.send(r).unwrap(),
         );
     }
     drop(tx);
