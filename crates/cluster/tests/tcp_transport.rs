@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{add, add_suffix, content, start_node_with, write, Cluster, Node};
 use larch_cluster::network::codec::{decode_frame_body, encode_frame, frame_len, Message};
-use larch_cluster::network::tcp::{serve, Security, TcpNetwork};
+use larch_cluster::network::tcp::{serve, serve_with, PeerLimits, Security, TcpNetwork};
 use larch_cluster::types::Larch;
 use larch_store::consensus::ReplicateError;
 use larch_store::storage::FaultStorage;
@@ -388,4 +388,65 @@ async fn a_caller_fails_as_openraft_expects_and_dials_again() {
     // The abandoned connection is not reused: a new one is dialed and answered.
     assert_eq!(vote_within(&mut client, ttl).await, RpcResult::Answered);
     peer.abort();
+}
+
+/// A second listener for node 1 of `c`, served with `limits`; its address.
+async fn second_listener(c: &TcpCluster, limits: PeerLimits) -> (String, tokio::sync::watch::Sender<bool>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let raft = c.node(1).node.raft().clone();
+    tokio::spawn(serve_with(listener, raft, Security::Plain, stopped, limits));
+    (addr, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connections_beyond_the_limit_are_closed_and_a_freed_slot_serves_again() {
+    let c = TcpCluster::start(plain(1)).await;
+    c.cluster.leader(Duration::from_secs(10)).await;
+    let limits = PeerLimits {
+        max_connections: 4,
+        idle_timeout: Duration::from_secs(60),
+    };
+    let (addr, _stop) = second_listener(&c, limits).await;
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    // Accepted in order: the four are in before the fifth is tried.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(closed_after(&addr, &[]).await, "a fifth connection was kept");
+    // One leaves: its slot serves a real caller.
+    drop(idle.pop());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match harmless_vote(&mut TcpNetwork::new(2, &Security::Plain), 1, &addr).await {
+            Ok(()) => break,
+            Err(e) => assert!(tokio::time::Instant::now() < deadline, "no slot came free: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_connection_without_requests_is_closed_after_the_idle_timeout() {
+    let c = TcpCluster::start(plain(1)).await;
+    c.cluster.leader(Duration::from_secs(10)).await;
+    let limits = PeerLimits {
+        max_connections: 4,
+        idle_timeout: Duration::from_millis(300),
+    };
+    let (addr, _stop) = second_listener(&c, limits).await;
+    // Silent, and half a frame: both closed by the server within closed_after's 5 s.
+    assert!(closed_after(&addr, &[]).await, "a silent connection stayed open");
+    assert!(
+        closed_after(&addr, &[40, 0]).await,
+        "a connection stuck inside a frame stayed open"
+    );
+    // A caller that sends requests is served.
+    harmless_vote(&mut TcpNetwork::new(2, &Security::Plain), 1, &addr)
+        .await
+        .unwrap();
+    c.stop().await;
 }

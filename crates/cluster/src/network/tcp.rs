@@ -321,23 +321,65 @@ impl RaftNetwork<Larch> for TcpConnection {
     }
 }
 
+/// Connections the transport serves at once, at most: a cluster has at most 9 members, and
+/// openraft opens a few connections to each peer (replication, votes). A connection beyond
+/// it is closed at once (counted at debug level), so a host that opens thousands of
+/// connections costs no task and no buffer.
+pub const MAX_PEER_CONNECTIONS: usize = 64;
+
+/// How long a connection may stay without a whole request before it is closed: peers send
+/// heartbeats every 100 ms on the connections they use, and dial again when one is gone.
+pub const PEER_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The bounds [`serve_with`] keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerLimits {
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Time a connection may wait for a whole request.
+    pub idle_timeout: Duration,
+}
+
+impl Default for PeerLimits {
+    fn default() -> PeerLimits {
+        PeerLimits {
+            max_connections: MAX_PEER_CONNECTIONS,
+            idle_timeout: PEER_IDLE_TIMEOUT,
+        }
+    }
+}
+
 /// Answers other nodes' calls to `raft` on the connections `listener` accepts, each in a
 /// task of its own, until `shutdown` turns true (or its sender is dropped): then it stops
 /// accepting and closes the connections it has.
 ///
 /// A peer that sends a malformed frame, or something other than a request, is
 /// disconnected (and a warning logged); one that fails the TLS handshake too. No frame
-/// beyond [`MAX_FRAME_OCTETS`](super::codec::MAX_FRAME_OCTETS) is read.
+/// beyond [`MAX_FRAME_OCTETS`](super::codec::MAX_FRAME_OCTETS) is read; at most
+/// [`MAX_PEER_CONNECTIONS`] connections are served, each closed after
+/// [`PEER_IDLE_TIMEOUT`] without a request.
 pub async fn serve(
     listener: TcpListener,
     raft: Raft<Larch>,
     security: Security,
+    shutdown: watch::Receiver<bool>,
+) {
+    serve_with(listener, raft, security, shutdown, PeerLimits::default()).await;
+}
+
+/// [`serve`] with other bounds (tests).
+pub async fn serve_with(
+    listener: TcpListener,
+    raft: Raft<Larch>,
+    security: Security,
     mut shutdown: watch::Receiver<bool>,
+    limits: PeerLimits,
 ) {
     let acceptor = match &security {
         Security::Plain => None,
         Security::Tls { server, .. } => Some(TlsAcceptor::from(Arc::clone(server))),
     };
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     loop {
         let accepted = tokio::select! {
             () = shutdown_requested(&mut shutdown) => return,
@@ -345,13 +387,20 @@ pub async fn serve(
         };
         match accepted {
             Ok((tcp, peer)) => {
-                let connection = serve_connection(tcp, peer, acceptor.clone(), raft.clone());
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    tracing::debug!(%peer, "the Raft transport serves {} connections already; closed", limits.max_connections);
+                    drop(tcp);
+                    continue;
+                };
+                let connection =
+                    serve_connection(tcp, peer, acceptor.clone(), raft.clone(), limits.idle_timeout);
                 let mut shutdown = shutdown.clone();
                 tokio::spawn(async move {
                     tokio::select! {
                         () = connection => {}
                         () = shutdown_requested(&mut shutdown) => {}
                     }
+                    drop(slot);
                 });
             }
             Err(e) => {
@@ -380,6 +429,7 @@ async fn serve_connection(
     peer: SocketAddr,
     acceptor: Option<TlsAcceptor>,
     raft: Raft<Larch>,
+    idle_timeout: Duration,
 ) {
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
@@ -398,14 +448,23 @@ async fn serve_connection(
             }
         },
     };
-    answer_requests(stream, peer, &raft).await;
+    answer_requests(stream, peer, &raft, idle_timeout).await;
 }
 
-/// Reads requests and writes their replies until the peer closes the connection or
-/// misbehaves.
-async fn answer_requests(mut stream: BoxedStream, peer: SocketAddr, raft: &Raft<Larch>) {
+/// Reads requests and writes their replies until the peer closes the connection,
+/// misbehaves, or sends no whole request within `idle_timeout`.
+async fn answer_requests(
+    mut stream: BoxedStream,
+    peer: SocketAddr,
+    raft: &Raft<Larch>,
+    idle_timeout: Duration,
+) {
     loop {
-        let (request_id, request) = match read_frame(&mut stream).await {
+        let Ok(read) = tokio::time::timeout(idle_timeout, read_frame(&mut stream)).await else {
+            tracing::debug!(%peer, "a peer sent no request in {idle_timeout:?}; disconnected");
+            return;
+        };
+        let (request_id, request) = match read {
             Ok(frame) => frame,
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                 tracing::warn!(%peer, error = %e, "a peer sent a malformed frame; disconnected");
