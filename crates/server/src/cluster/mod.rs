@@ -31,7 +31,8 @@ use tracing::info;
 use crate::config::cluster::ClusterSettings;
 use crate::directory::Directory;
 
-/// The file below the data directory that holds the node's vote (`larch_cluster::raft_state`).
+/// The directory below the data directory that holds the node's vote and committed hint
+/// (`larch_cluster::raft_state`, `larch_cluster::log_store`).
 pub const STATE_DIR: &str = "cluster";
 
 /// A running node: stop it before the store closes.
