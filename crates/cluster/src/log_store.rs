@@ -171,18 +171,12 @@ impl LogStore {
         bytes.extend_from_slice(&committed.index.to_le_bytes());
         let crc = crc32c::crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
-        let storage = &*self.inner.storage;
-        let tmp = self.inner.state_dir.join(format!("{COMMITTED_FILE}.tmp"));
-        match storage.remove(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let mut file = storage.open_append(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync()?;
-        drop(file);
-        storage.rename(&tmp, &self.inner.state_dir.join(COMMITTED_FILE))?;
-        storage.sync_dir(&self.inner.state_dir)
+        raft_state::replace_file(
+            &*self.inner.storage,
+            &self.inner.state_dir,
+            COMMITTED_FILE,
+            &bytes,
+        )
     }
 
     /// The committed hint, when there is a whole one.

@@ -122,16 +122,22 @@ pub fn read(storage: &dyn Storage, dir: &Path) -> io::Result<RaftState> {
 
 /// Replaces the state in `dir`, durably.
 pub fn write(storage: &dyn Storage, dir: &Path, state: &RaftState) -> io::Result<()> {
-    let tmp: PathBuf = dir.join(format!("{FILE_NAME}.tmp"));
+    replace_file(storage, dir, FILE_NAME, &state.encode())
+}
+
+/// Replaces file `name` in `dir` with `bytes`, durably: written to `<name>.tmp`, fsynced,
+/// renamed over, the directory fsynced; a crash leaves the old file or the new one.
+pub fn replace_file(storage: &dyn Storage, dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp: PathBuf = dir.join(format!("{name}.tmp"));
     match storage.remove(&tmp) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
     let mut file = storage.open_append(&tmp)?;
-    file.write_all(&state.encode())?;
+    file.write_all(bytes)?;
     file.sync()?;
     drop(file);
-    storage.rename(&tmp, &dir.join(FILE_NAME))?;
+    storage.rename(&tmp, &dir.join(name))?;
     storage.sync_dir(dir)
 }
 

@@ -783,14 +783,10 @@ fn changes_of(record: &Record, replicated: bool) -> Result<Vec<CommittedChange>,
     }
     let mut out = Vec::new();
     for write in &batch.writes {
-        for (i, payload) in write.iter().enumerate() {
-            out.push(CommittedChange {
-                lsn: record.lsn,
-                ends_write: i + 1 == write.len(),
-                change: Change::decode(payload).map_err(|e| e.to_string())?,
-                states: None,
-            });
-        }
+        crate::consensus::apply::feed_write(record.lsn, write, &mut out).map_err(|e| match e {
+            crate::StoreError::Replay { problem, .. } => problem,
+            other => other.to_string(),
+        })?;
     }
     Ok(out)
 }

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use larch_store::StoreError;
 use tracing::{error, info, warn};
 
 use crate::directory::{Directory, DirectoryError};
@@ -41,7 +42,7 @@ pub async fn set_up_when_leading(dir: Arc<Directory>, is_leader: impl Fn() -> bo
                     }
                 }
                 // Leadership moved meanwhile: the next leader does it.
-                Ok(Err(DirectoryError::Store(e))) if is_cluster_refusal(&e) => {}
+                Ok(Err(DirectoryError::Store(StoreError::Replication(_)))) => {}
                 Ok(Err(e)) => {
                     error!(error = %e, "cluster: cannot set up the directory");
                     return;
@@ -54,8 +55,4 @@ pub async fn set_up_when_leading(dir: Arc<Directory>, is_leader: impl Fn() -> bo
         }
         tokio::time::sleep(CHECK_EVERY).await;
     }
-}
-
-fn is_cluster_refusal(e: &larch_store::StoreError) -> bool {
-    matches!(e, larch_store::StoreError::Replication(_))
 }

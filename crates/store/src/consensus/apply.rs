@@ -132,8 +132,13 @@ fn apply_write(
     Ok(())
 }
 
-/// One write of a batch at `lsn` handed to `feed` without applying it.
-fn feed_write(lsn: Lsn, write: &[Vec<u8>], feed: &mut Vec<CommittedChange>) -> Result<(), StoreError> {
+/// One write of a batch at `lsn` handed to `feed` without applying it (also what the
+/// change feed reads back from the log).
+pub(crate) fn feed_write(
+    lsn: Lsn,
+    write: &[Vec<u8>],
+    feed: &mut Vec<CommittedChange>,
+) -> Result<(), StoreError> {
     for (i, payload) in write.iter().enumerate() {
         feed.push(CommittedChange {
             lsn,
