@@ -9,7 +9,11 @@
 //!   store's replicated entries (entry `i` is the WAL record with LSN `i + 1`);
 //! - [`log_store`]: openraft's log storage on the store's WAL;
 //! - [`raft_state`]: the vote and the purged log ID, in one small file;
-//! - [`state_machine`]: the store, applying committed entries;
+//! - [`state_machine`]: the store, applying committed entries, writing and installing
+//!   snapshots;
+//! - [`snapshot_state`]: the consensus state a snapshot's header carries;
+//! - [`snapshot_file`]: a snapshot file as openraft's snapshot data, read and written in
+//!   chunks;
 //! - [`node`]: a running node, and the writer's way into the cluster;
 //! - [`status`]: a node's view of the cluster in plain terms, for monitoring;
 //! - [`network`]: how nodes reach each other: in one process for tests, or over TCP
@@ -25,6 +29,8 @@ pub mod log_store;
 pub mod network;
 pub mod node;
 pub mod raft_state;
+pub mod snapshot_file;
+pub mod snapshot_state;
 pub mod state_machine;
 pub mod status;
 pub mod types;

@@ -402,10 +402,16 @@ impl RaftLogStorage<Larch> for LogStore {
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             this.save_state(|s| s.purged = Some(log_id))?;
-            this.inner
-                .wal
-                .remove_segments_before(lsn_of(&log_id) + 1)
-                .map_err(write_err)
+            let wal = &this.inner.wal;
+            if lsn_of(&log_id) >= wal.next_lsn() {
+                // Beyond the log's end: a snapshot was installed that covers more than
+                // this node's log held. The log starts again after it.
+                wal.restart_at(lsn_of(&log_id) + 1).map_err(write_err)
+            } else {
+                wal.remove_segments_before(lsn_of(&log_id) + 1)
+                    .map(drop)
+                    .map_err(write_err)
+            }
         })
         .await
         .map_err(write_err)??;

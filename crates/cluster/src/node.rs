@@ -48,7 +48,25 @@ pub struct Timing {
     /// How long the writer waits for a write to be committed before answering
     /// `unavailable`.
     pub commit_timeout: Duration,
+    /// A node writes a snapshot after this many entries were applied since its last one,
+    /// and then purges its log up to `log_kept_after_snapshot` entries before it.
+    pub snapshot_after_entries: u64,
+    /// Entries of the log kept before a node's newest snapshot: a follower that is behind
+    /// by fewer catches up from the log, one further behind is sent the snapshot.
+    pub log_kept_after_snapshot: u64,
 }
+
+/// Default of [`Timing::log_kept_after_snapshot`].
+pub const DEFAULT_LOG_KEPT_AFTER_SNAPSHOT: u64 = 10_000;
+
+/// Default of [`Timing::snapshot_after_entries`]: an entry holds one batch of writes, up to
+/// a few thousand under load, so this is some millions of writes at most, about as many
+/// as a single server's log holds before its snapshot
+/// ([`larch_store::DEFAULT_SNAPSHOT_AFTER_RECORDS`]).
+pub const DEFAULT_SNAPSHOT_AFTER_ENTRIES: u64 = 100_000;
+
+/// How long the leader waits for a follower to take one chunk of a snapshot (3 MiB).
+const SNAPSHOT_CHUNK_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for Timing {
     fn default() -> Timing {
@@ -57,11 +75,13 @@ impl Default for Timing {
             election_min: Duration::from_millis(400),
             election_max: Duration::from_millis(800),
             commit_timeout: Duration::from_secs(10),
+            snapshot_after_entries: DEFAULT_SNAPSHOT_AFTER_ENTRIES,
+            log_kept_after_snapshot: DEFAULT_LOG_KEPT_AFTER_SNAPSHOT,
         }
     }
 }
 
-/// openraft's configuration from Larch's timing: no snapshots yet (see
+/// openraft's configuration from Larch's timing (snapshots: see
 /// [`crate::state_machine`]).
 pub fn raft_config(timing: &Timing) -> Result<Config, ClusterError> {
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
@@ -70,7 +90,9 @@ pub fn raft_config(timing: &Timing) -> Result<Config, ClusterError> {
         heartbeat_interval: millis(timing.heartbeat),
         election_timeout_min: millis(timing.election_min),
         election_timeout_max: millis(timing.election_max),
-        snapshot_policy: SnapshotPolicy::Never,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(timing.snapshot_after_entries.max(1)),
+        max_in_snapshot_log_to_keep: timing.log_kept_after_snapshot,
+        install_snapshot_timeout: millis(SNAPSHOT_CHUNK_TIMEOUT),
         ..Config::default()
     }
     .validate()
@@ -116,7 +138,8 @@ impl ClusterNode {
             state_dir.to_path_buf(),
         )
         .map_err(|e| ClusterError::Raft(e.to_string()))?;
-        let state_machine = StateMachine::new(store.clone());
+        let state_machine =
+            StateMachine::new(store.clone(), state_dir).map_err(|e| ClusterError::Raft(e.to_string()))?;
         let config = Arc::new(raft_config(&timing)?);
         let raft = Raft::new(id, config, network, log, state_machine.clone())
             .await
@@ -218,7 +241,7 @@ impl ClusterNode {
 
     /// The LSN of the last entry applied to the store.
     pub fn applied_lsn(&self) -> Lsn {
-        self.state_machine.last_applied().map_or(0, |l| lsn_of(&l))
+        self.state_machine.applied_lsn()
     }
 
     /// Stops the engine (the store stays open; its writes then fail).

@@ -2,22 +2,40 @@
 //! [`Store::apply_replicated`], which publishes a version per call and feeds the change
 //! feed; the last applied log ID and the newest configuration are kept here.
 //!
-//! Snapshots are not built yet: the cluster is configured never to take one
-//! ([`crate::node::raft_config`]), so no log is purged and no follower is sent one; a node
-//! starts from an empty directory and replays its log. See `docs/cluster.md`.
+//! Snapshots are the store's own snapshot files, with the consensus state at their LSN
+//! ([`SnapshotState`]) in their header:
+//! - **building** (openraft asks after [`crate::Timing::snapshot_after_entries`] entries):
+//!   the current version and the applied state are taken together (under the lock
+//!   [`StateMachine::apply`] holds while it publishes), then the version is written paced,
+//!   beside the applies that go on;
+//! - **sending**: the newest snapshot file is opened and openraft streams it in chunks;
+//! - **receiving**: the chunks are written into [`RECEIVING_FILE`] in the node's state
+//!   directory, then the store installs the file ([`Store::install_replicated_snapshot`]:
+//!   checked whole, renamed into the snapshot directory, its version published), and
+//!   openraft purges the log it covers;
+//! - **starting**: the store loaded its newest snapshot; its header says which entry it
+//!   holds, and openraft applies the committed entries after it.
 
-use std::io::Cursor;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use larch_store::consensus::Applied;
-use larch_store::Store;
+use larch_store::{ReplicatedSnapshot, Store};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
-    AnyError, BasicNode, EntryPayload, LogId, RaftSnapshotBuilder, SnapshotMeta, StorageError,
-    StorageIOError, StoredMembership,
+    AnyError, BasicNode, EntryPayload, ErrorSubject, ErrorVerb, LogId, RaftSnapshotBuilder, SnapshotMeta,
+    StorageError, StorageIOError, StoredMembership,
 };
+use tokio::io::AsyncWriteExt;
 
+use crate::snapshot_file::SnapshotFile;
+use crate::snapshot_state::SnapshotState;
 use crate::types::{lsn_of, to_replicated, Entry, Larch, NodeId};
+
+/// The file a snapshot sent by the leader is written into, in the node's state directory
+/// (on the data directory's file system, so the store renames it into place).
+pub const RECEIVING_FILE: &str = "snapshot.receiving";
 
 /// What has been applied.
 #[derive(Debug, Clone, Default)]
@@ -30,35 +48,129 @@ struct AppliedState {
 #[derive(Clone)]
 pub struct StateMachine {
     store: Store,
+    /// Held while a version is published, so that a snapshot's version and state match.
     applied: Arc<Mutex<AppliedState>>,
+    /// The LSN of the last applied entry, readable without the lock.
+    applied_lsn: Arc<AtomicU64>,
+    receiving: PathBuf,
+}
+
+fn lock(m: &Mutex<AppliedState>) -> MutexGuard<'_, AppliedState> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn snapshot_err(verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError<NodeId> {
+    StorageIOError::new(ErrorSubject::Snapshot(None), verb, AnyError::error(e.to_string())).into()
 }
 
 impl StateMachine {
-    /// The state machine over `store` (a replicated store that holds nothing yet).
-    pub fn new(store: Store) -> StateMachine {
-        StateMachine {
-            store,
-            applied: Arc::default(),
+    /// The state machine over `store` (a replicated store, as opened: holding its newest
+    /// snapshot's version or nothing), receiving snapshots into `state_dir`.
+    pub fn new(store: Store, state_dir: &Path) -> Result<StateMachine, StorageError<NodeId>> {
+        let mut applied = AppliedState::default();
+        let lsn = store.current().lsn();
+        if lsn > 0 {
+            let state = newest_state(&store)?
+                .filter(|(snapshot, _)| snapshot.lsn == lsn)
+                .ok_or_else(|| {
+                    snapshot_err(
+                        ErrorVerb::Read,
+                        format!("the store holds LSN {lsn} but no snapshot at it says which entry that is"),
+                    )
+                })?
+                .1;
+            applied.last = Some(state.last);
+            applied.membership = state.membership;
         }
+        Ok(StateMachine {
+            store,
+            applied: Arc::new(Mutex::new(applied)),
+            applied_lsn: Arc::new(AtomicU64::new(lsn)),
+            receiving: state_dir.join(RECEIVING_FILE),
+        })
     }
 
-    /// The last applied log ID.
-    pub fn last_applied(&self) -> Option<LogId<NodeId>> {
-        self.applied.lock().unwrap_or_else(|e| e.into_inner()).last
+    /// The LSN of the last applied entry.
+    pub fn applied_lsn(&self) -> u64 {
+        self.applied_lsn.load(Ordering::Acquire)
+    }
+
+    /// The snapshot at the current version, written unless the newest is at it already
+    /// (on the calling thread: a blocking one).
+    fn write_snapshot(&self) -> Result<Snapshot<Larch>, StorageError<NodeId>> {
+        let (version, state) = {
+            let applied = lock(&self.applied);
+            let Some(last) = applied.last else {
+                return Err(snapshot_err(ErrorVerb::Write, "nothing applied yet"));
+            };
+            let state = SnapshotState {
+                last,
+                membership: applied.membership.clone(),
+            };
+            (self.store.current(), state)
+        };
+        if version.lsn() != lsn_of(&state.last) {
+            return Err(snapshot_err(
+                ErrorVerb::Write,
+                format!(
+                    "the published version is at LSN {} but the last applied entry at LSN {}",
+                    version.lsn(),
+                    lsn_of(&state.last)
+                ),
+            ));
+        }
+        let written = self
+            .store
+            .write_replicated_snapshot(&version, &state.encode())
+            .map_err(|e| snapshot_err(ErrorVerb::Write, e))?;
+        drop(version);
+        let file = SnapshotFile::open(self.store.storage(), &written.path)
+            .map_err(|e| snapshot_err(ErrorVerb::Read, e))?;
+        Ok(Snapshot {
+            meta: meta_of(&state),
+            snapshot: Box::new(file),
+        })
     }
 }
 
-fn no_snapshots() -> StorageError<NodeId> {
-    StorageIOError::read_snapshot(
-        None,
-        AnyError::error("cluster snapshots are not built yet: this cluster never takes or installs one"),
-    )
-    .into()
+/// The store's newest snapshot and the state its header carries.
+fn newest_state(store: &Store) -> Result<Option<(ReplicatedSnapshot, SnapshotState)>, StorageError<NodeId>> {
+    let Some(snapshot) = store
+        .newest_replicated_snapshot()
+        .map_err(|e| snapshot_err(ErrorVerb::Read, e))?
+    else {
+        return Ok(None);
+    };
+    let state = SnapshotState::decode(&snapshot.consensus)
+        .map_err(|e| snapshot_err(ErrorVerb::Read, format!("{}: {e}", snapshot.path.display())))?;
+    Ok(Some((snapshot, state)))
+}
+
+/// openraft's description of a snapshot with `state`.
+fn meta_of(state: &SnapshotState) -> SnapshotMeta<NodeId, BasicNode> {
+    let last = state.last;
+    SnapshotMeta {
+        last_log_id: Some(last),
+        last_membership: state.membership.clone(),
+        snapshot_id: format!(
+            "{}-{}-{}",
+            last.leader_id.term, last.leader_id.node_id, last.index
+        ),
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StorageError<NodeId>> + Send + 'static,
+) -> Result<T, StorageError<NodeId>> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| snapshot_err(ErrorVerb::Write, e))?
 }
 
 impl RaftSnapshotBuilder<Larch> for StateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<Larch>, StorageError<NodeId>> {
-        Err(no_snapshots())
+        let this = self.clone();
+        blocking(move || this.write_snapshot()).await
     }
 }
 
@@ -68,7 +180,7 @@ impl RaftStateMachine<Larch> for StateMachine {
     async fn applied_state(
         &mut self,
     ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>), StorageError<NodeId>> {
-        let applied = self.applied.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let applied = lock(&self.applied).clone();
         Ok((applied.last, applied.membership))
     }
 
@@ -83,21 +195,23 @@ impl RaftStateMachine<Larch> for StateMachine {
         };
         let store = self.store.clone();
         let applied = Arc::clone(&self.applied);
+        let applied_lsn = Arc::clone(&self.applied_lsn);
         tokio::task::spawn_blocking(move || {
             let replicated: Vec<_> = entries
                 .iter()
                 .map(|e| (lsn_of(&e.log_id), to_replicated(e)))
                 .collect();
+            let mut state = lock(&applied);
             let done = store
                 .apply_replicated(replicated.iter().map(|(lsn, e)| (*lsn, e)))
                 .map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())))?;
-            let mut state = applied.lock().unwrap_or_else(|e| e.into_inner());
             for entry in &entries {
                 if let EntryPayload::Membership(m) = &entry.payload {
                     state.membership = StoredMembership::new(Some(entry.log_id), m.clone());
                 }
             }
             state.last = Some(last);
+            applied_lsn.store(lsn_of(&last), Ordering::Release);
             Ok(done)
         })
         .await
@@ -108,19 +222,65 @@ impl RaftStateMachine<Larch> for StateMachine {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
-        Err(no_snapshots())
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, StorageError<NodeId>> {
+        let file = SnapshotFile::create(self.store.storage(), &self.receiving)
+            .map_err(|e| snapshot_err(ErrorVerb::Write, format!("{}: {e}", self.receiving.display())))?;
+        Ok(Box::new(file))
     }
 
     async fn install_snapshot(
         &mut self,
-        _meta: &SnapshotMeta<NodeId, BasicNode>,
-        _snapshot: Box<Cursor<Vec<u8>>>,
+        meta: &SnapshotMeta<NodeId, BasicNode>,
+        mut snapshot: Box<SnapshotFile>,
     ) -> Result<(), StorageError<NodeId>> {
-        Err(no_snapshots())
+        snapshot
+            .flush()
+            .await
+            .map_err(|e| snapshot_err(ErrorVerb::Write, e))?;
+        drop(snapshot);
+        let expected = meta.last_log_id;
+        let this = self.clone();
+        blocking(move || {
+            let mut applied = lock(&this.applied);
+            let installed = this
+                .store
+                .install_replicated_snapshot(&this.receiving)
+                .map_err(|e| snapshot_err(ErrorVerb::Read, e))?;
+            let state =
+                SnapshotState::decode(&installed.consensus).map_err(|e| snapshot_err(ErrorVerb::Read, e))?;
+            // The file names the entry it holds; openraft's description must agree.
+            if Some(state.last) != expected {
+                return Err(snapshot_err(
+                    ErrorVerb::Read,
+                    format!(
+                        "the snapshot holds entry {} but was sent as {expected:?}",
+                        state.last
+                    ),
+                ));
+            }
+            applied.last = Some(state.last);
+            applied.membership = state.membership;
+            this.applied_lsn.store(installed.lsn, Ordering::Release);
+            Ok(())
+        })
+        .await
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<Larch>>, StorageError<NodeId>> {
-        Ok(None)
+        let store = self.store.clone();
+        blocking(move || {
+            let Some((snapshot, state)) = newest_state(&store)? else {
+                return Ok(None);
+            };
+            // Open, the file stays readable to the end even if a newer one replaces it
+            // (on the real file system).
+            let file = SnapshotFile::open(store.storage(), &snapshot.path)
+                .map_err(|e| snapshot_err(ErrorVerb::Read, e))?;
+            Ok(Some(Snapshot {
+                meta: meta_of(&state),
+                snapshot: Box::new(file),
+            }))
+        })
+        .await
     }
 }

@@ -2,7 +2,6 @@
 //! and the store's ([`larch_store::consensus::entry`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Cursor;
 
 use larch_store::consensus::{
     index_of_lsn, lsn_of_index, Applied, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteBatch,
@@ -20,7 +19,7 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = BasicNode,
         Entry = openraft::Entry<Larch>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = crate::snapshot_file::SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -36,6 +36,13 @@
 //!    the hub. A subscription delivers what is queued, then the log records up to the last
 //!    published LSN if it still owes some, then fails with [`FeedError::Closed`].
 //!
+//! 8. In a cluster, a node that installs a snapshot sent by its leader publishes the
+//!    snapshot's version, then marks every slot with the snapshot's LSN `S` and empties its
+//!    queue ([`FeedHub::reset`]). A subscription that sees the mark while it still owes a
+//!    change up to `S` fails with [`FeedError::SnapshotNeeded`] (the changes up to `S` are
+//!    in no log of this node), and keeps failing so until it starts again from the
+//!    current version.
+//!
 //! # Invariants
 //!
 //! 1. **No gap.** A batch the writer did not queue for a slot was published before the
@@ -252,6 +259,9 @@ struct SlotState {
     behind: bool,
     /// The writer has stopped.
     closed: bool,
+    /// A cluster node installed a snapshot at this LSN (0: none since the last take):
+    /// the changes up to it are in no log.
+    gap: Lsn,
 }
 
 impl Slot {
@@ -322,6 +332,7 @@ impl FeedHub {
                 queue: VecDeque::new(),
                 behind: false,
                 closed: false,
+                gap: 0,
             }),
             wake: Condvar::new(),
         });
@@ -389,6 +400,20 @@ impl FeedHub {
         }
     }
 
+    /// Step 8: a cluster node installed a snapshot at `lsn` and published its version:
+    /// every subscription that still owes a change up to `lsn` must start again from a
+    /// snapshot. What is queued is dropped (the subscriber rebuilds from the version).
+    pub(crate) fn reset(&self, lsn: Lsn) {
+        let hub = self.lock();
+        for slot in &hub.slots {
+            let mut s = slot.lock();
+            s.queue.clear();
+            s.gap = s.gap.max(lsn);
+            drop(s);
+            slot.wake.notify_one();
+        }
+    }
+
     /// Step 7: the writer has stopped.
     pub(crate) fn close(&self) {
         let mut hub = self.lock();
@@ -422,6 +447,8 @@ enum Wait {
 /// What the queue gave.
 enum Taken {
     Batch(Arc<CommittedBatch>),
+    /// Step 8: a snapshot was installed at this LSN.
+    Gap(Lsn),
     CatchUp,
     Closed,
     Nothing,
@@ -447,6 +474,8 @@ pub struct FeedSubscription {
     must_catch_up: bool,
     /// `closed` was seen and the final catch-up started.
     closing: bool,
+    /// The changes up to this LSN are in no log (step 8).
+    gap: Lsn,
 }
 
 impl std::fmt::Debug for FeedSubscription {
@@ -476,6 +505,7 @@ pub(crate) fn subscribe(
         catch_up: None,
         must_catch_up: false,
         closing: false,
+        gap: 0,
     };
     if let FeedStart::After(after) = from {
         if after > published {
@@ -543,11 +573,13 @@ impl FeedSubscription {
             let mut slot = self.slot.lock();
             slot.queue.clear();
             slot.behind = false;
+            slot.gap = 0;
         }
         let current = self.source.cell.load();
         self.next = current.lsn.saturating_add(1);
         self.catch_up = None;
         self.must_catch_up = false;
+        self.gap = 0;
         current
     }
 
@@ -561,6 +593,22 @@ impl FeedSubscription {
 
     fn next_batch(&mut self, wait: Wait) -> Result<Option<Arc<CommittedBatch>>, FeedError> {
         loop {
+            if self.next <= self.gap {
+                return Err(FeedError::SnapshotNeeded {
+                    from_lsn: self.next,
+                    oldest_available: self.gap.saturating_add(1),
+                });
+            }
+            if self.must_catch_up || self.catch_up.is_some() {
+                // A snapshot installed meanwhile ends the catch-up (step 8).
+                let gap = std::mem::take(&mut self.slot.lock().gap);
+                if gap > 0 {
+                    self.gap = self.gap.max(gap);
+                    self.catch_up = None;
+                    self.must_catch_up = false;
+                    continue;
+                }
+            }
             if self.must_catch_up {
                 self.start_catch_up()?;
             }
@@ -577,6 +625,11 @@ impl FeedSubscription {
                     }
                 }
                 Taken::CatchUp => self.must_catch_up = true,
+                Taken::Gap(lsn) => {
+                    self.gap = self.gap.max(lsn);
+                    self.catch_up = None;
+                    self.must_catch_up = false;
+                }
                 Taken::Closed => {
                     if self.closing {
                         return Err(FeedError::Closed);
@@ -594,6 +647,9 @@ impl FeedSubscription {
     fn take(&self, wait: Wait) -> Taken {
         let mut s = self.slot.lock();
         loop {
+            if s.gap > 0 {
+                return Taken::Gap(std::mem::take(&mut s.gap));
+            }
             if let Some(batch) = s.queue.pop_front() {
                 return Taken::Batch(batch);
             }

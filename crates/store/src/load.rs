@@ -47,6 +47,59 @@ pub(crate) fn encode_dictionary(schema: &Schema) -> Vec<u8> {
     out
 }
 
+/// The tag of the section a cluster node's snapshot header carries after the dictionary:
+/// the consensus engine's state at the snapshot's LSN (its last applied entry and the
+/// cluster's configuration), opaque to the store.
+const CONSENSUS_SECTION: u8 = 1;
+
+/// A snapshot header's `extra` blob: the dictionary of `schema`, then, for a cluster
+/// node's snapshot, the consensus section: its tag (1 octet), its length (u32 LE), its
+/// octets.
+pub(crate) fn encode_extra(schema: &Schema, consensus: Option<&[u8]>) -> Vec<u8> {
+    let mut out = encode_dictionary(schema);
+    if let Some(state) = consensus {
+        out.push(CONSENSUS_SECTION);
+        out.extend_from_slice(&(state.len() as u32).to_le_bytes());
+        out.extend_from_slice(state);
+    }
+    out
+}
+
+/// Splits a snapshot header's `extra` blob into the dictionary and the consensus section,
+/// if it has one (see [`encode_extra`]).
+pub(crate) fn split_extra(extra: &[u8]) -> Result<(&[u8], Option<&[u8]>), String> {
+    let bad = || "the snapshot header's extra data is malformed".to_string();
+    let end = dictionary_len(extra).ok_or_else(bad)?;
+    let (dictionary, rest) = extra.split_at(end);
+    let Some((&tag, rest)) = rest.split_first() else {
+        return Ok((dictionary, None));
+    };
+    if tag != CONSENSUS_SECTION {
+        return Err(format!("unknown section {tag} in the snapshot header"));
+    }
+    let len = rest
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(bad)? as usize;
+    match rest.get(4..) {
+        Some(state) if state.len() == len => Ok((dictionary, Some(state))),
+        _ => Err(bad()),
+    }
+}
+
+/// The length of the dictionary at the start of `extra`, walking its entries; `None` if
+/// it ends early.
+fn dictionary_len(extra: &[u8]) -> Option<usize> {
+    let count = u32::from_le_bytes(extra.get(1..5)?.try_into().ok()?) as usize;
+    let mut pos = 5;
+    for _ in 0..count {
+        let len = u16::from_le_bytes(extra.get(pos + 4..pos + 6)?.try_into().ok()?) as usize;
+        pos = pos.checked_add(6 + len)?;
+    }
+    (pos <= extra.len()).then_some(pos)
+}
+
 /// How a snapshot's type IDs map to the current schema's.
 pub(crate) enum TypeMap {
     /// The same IDs: records load as they are.

@@ -38,7 +38,7 @@ use crate::error::StoreError;
 use crate::feed::{self, FeedError, FeedHub, FeedStart, FeedSubscription, LogSource};
 use crate::health::{EventSink, Health, StoreHealth, WriteHalt};
 use crate::index::{IndexConfig, Keyer, ResolvedIndexes};
-use crate::load::{build_version, decode_dictionary, encode_dictionary, remap_record, TypeMap};
+use crate::load::{build_version, decode_dictionary, encode_extra, remap_record, split_extra, TypeMap};
 use crate::record::{EntryId, EntryRecord};
 use crate::schedule::{due_at_open, AtOpen, Pace, Schedule};
 use crate::snapshot::{self, SnapshotError, SnapshotInfo, SnapshotMeta, WriteOptions};
@@ -140,6 +140,18 @@ impl StoreOptions {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         }
     }
+}
+
+/// A cluster node's snapshot: where it is, the LSN it covers and the consensus engine's
+/// state at that LSN, as its header carries it ([`Store::newest_replicated_snapshot`]).
+#[derive(Debug, Clone)]
+pub struct ReplicatedSnapshot {
+    /// The LSN it covers.
+    pub lsn: Lsn,
+    /// The file.
+    pub path: PathBuf,
+    /// The consensus engine's state (opaque to the store).
+    pub consensus: Vec<u8>,
 }
 
 /// A snapshot file opened for sending to a new replica ([`Store::snapshot_for_transfer`]).
@@ -319,14 +331,6 @@ impl Store {
             first_lsn: snap_lsn + 1,
             on_failure: Some(halt_on_failure(&health)),
         };
-        if options.replicated && snap_lsn > 0 {
-            return Err(StoreError::Replay {
-                lsn: snap_lsn,
-                problem: "a cluster node's data directory holds a snapshot, and cluster nodes do not load \
-                          snapshots yet: start the node on an empty data directory"
-                    .into(),
-            });
-        }
         let (mut wal, mut recovery) = Wal::open(Arc::clone(&storage), &wal_dir, wal_options.clone())?;
         if !options.replicated && recovery.next_lsn.is_some_and(|next| next <= snap_lsn) {
             // The whole log is older than the snapshot (it covers all of it): start a new
@@ -704,8 +708,17 @@ impl Store {
 
     /// Writes a snapshot and records how it went in the store's health.
     fn write_snapshot(&self, pace: Pace) -> Result<Option<SnapshotInfo>, StoreError> {
+        self.recorded(|| self.write_snapshot_file(pace))
+    }
+
+    /// Runs `write` (a snapshot's writing) and records how it went in the store's health
+    /// and figures.
+    fn recorded(
+        &self,
+        write: impl FnOnce() -> Result<Option<SnapshotInfo>, StoreError>,
+    ) -> Result<Option<SnapshotInfo>, StoreError> {
         let started = Instant::now();
-        let result = self.write_snapshot_file(pace);
+        let result = write();
         match &result {
             Ok(info) => {
                 if let Some(info) = info {
@@ -728,26 +741,16 @@ impl Store {
     fn write_snapshot_file(&self, pace: Pace) -> Result<Option<SnapshotInfo>, StoreError> {
         if self.inner.replicated.is_some() {
             return Err(StoreError::Unsupported(
-                "a store in a cluster writes no snapshot yet",
+                "a store in a cluster writes its snapshots when the consensus engine asks \
+                 (Store::write_replicated_snapshot)",
             ));
         }
         let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let storage = &*self.inner.storage;
-        let dir = &self.inner.snapshot_dir;
         let version = self.current();
-        let existing = snapshot::list_snapshots(storage, dir)?;
-        if existing.first().is_some_and(|(lsn, _)| *lsn == version.lsn) {
+        let Some(info) = self.write_snapshot_of(&version, None, pace)? else {
             return Ok(None);
-        }
-        let info = snapshot::write_snapshot_with(
-            storage,
-            dir,
-            &snapshot_meta(&version),
-            version.entries.iter().map(|(id, r)| (id, r.as_bytes())),
-            &self.write_options(pace),
-        )?;
-        snapshot::remove_stale(storage, dir, KEEP_SNAPSHOTS)?;
-        let kept = snapshot::list_snapshots(storage, dir)?;
+        };
+        let kept = snapshot::list_snapshots(&*self.inner.storage, &self.inner.snapshot_dir)?;
         if let Some((oldest, _)) = kept.last() {
             // A backup copying the log keeps what it still needs.
             self.inner
@@ -755,6 +758,131 @@ impl Store {
                 .remove_below(oldest + 1, |bound| self.inner.wal.remove_segments_before(bound))?;
         }
         Ok(Some(info))
+    }
+
+    /// Writes a snapshot of `version` (its header carrying `consensus`, a cluster node's
+    /// state) unless the newest snapshot is at its LSN already, then removes snapshots
+    /// beyond [`KEEP_SNAPSHOTS`]. The caller holds the snapshot lock.
+    fn write_snapshot_of(
+        &self,
+        version: &Version,
+        consensus: Option<&[u8]>,
+        pace: Pace,
+    ) -> Result<Option<SnapshotInfo>, StoreError> {
+        let storage = &*self.inner.storage;
+        let dir = &self.inner.snapshot_dir;
+        let existing = snapshot::list_snapshots(storage, dir)?;
+        if existing.first().is_some_and(|(lsn, _)| *lsn == version.lsn) {
+            return Ok(None);
+        }
+        let info = snapshot::write_snapshot_with(
+            storage,
+            dir,
+            &snapshot_meta(version, consensus),
+            version.entries.iter().map(|(id, r)| (id, r.as_bytes())),
+            &self.write_options(pace),
+        )?;
+        snapshot::remove_stale(storage, dir, KEEP_SNAPSHOTS)?;
+        Ok(Some(info))
+    }
+
+    /// In a cluster: writes a snapshot of `version` (a version this store published),
+    /// paced like the scheduled ones, with `consensus` (the consensus engine's state at
+    /// its LSN: last applied entry, configuration) in its header, unless the newest
+    /// snapshot is at that LSN already; removes snapshots beyond [`KEEP_SNAPSHOTS`]. The
+    /// log is left alone: the consensus engine purges it. Returns the snapshot at the
+    /// version's LSN.
+    pub fn write_replicated_snapshot(
+        &self,
+        version: &Version,
+        consensus: &[u8],
+    ) -> Result<ReplicatedSnapshot, StoreError> {
+        if self.inner.replicated.is_none() {
+            return Err(StoreError::Unsupported(
+                "only a store in a cluster writes a replicated snapshot",
+            ));
+        }
+        self.recorded(|| {
+            let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.write_snapshot_of(version, Some(consensus), Pace::Paced)
+        })?;
+        Ok(ReplicatedSnapshot {
+            lsn: version.lsn,
+            path: self.inner.snapshot_dir.join(snapshot::snapshot_name(version.lsn)),
+            consensus: consensus.to_vec(),
+        })
+    }
+
+    /// In a cluster: the newest snapshot file, its LSN and the consensus state its header
+    /// carries (read from the header alone). `None` when there is no snapshot.
+    pub fn newest_replicated_snapshot(&self) -> Result<Option<ReplicatedSnapshot>, StoreError> {
+        let storage = &*self.inner.storage;
+        let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((lsn, path)) = snapshot::list_snapshots(storage, &self.inner.snapshot_dir)?
+            .into_iter()
+            .next()
+        else {
+            return Ok(None);
+        };
+        let meta = snapshot::read_meta(storage, &path)?;
+        let consensus = consensus_section(&meta, &path)?;
+        Ok(Some(ReplicatedSnapshot { lsn, path, consensus }))
+    }
+
+    /// In a cluster: installs the snapshot file at `received` (sent by the leader, written
+    /// on the same file system as the data directory), in steps:
+    /// 1. its header's consensus section is read, and the whole file is checked and
+    ///    loaded into a version (on every core);
+    /// 2. it is renamed into the snapshot directory under its LSN's name, the directory
+    ///    fsynced, and snapshots beyond [`KEEP_SNAPSHOTS`] removed: from now on the node
+    ///    starts from it;
+    /// 3. with committed entries held off (the apply lock), its version is published and
+    ///    the change feed's subscribers told to start again from a snapshot.
+    ///
+    /// The log is left to the consensus engine, which purges what the snapshot covers.
+    pub fn install_replicated_snapshot(&self, received: &Path) -> Result<ReplicatedSnapshot, StoreError> {
+        let Some(replicated) = &self.inner.replicated else {
+            return Err(StoreError::Unsupported(
+                "only a store in a cluster installs a replicated snapshot",
+            ));
+        };
+        let storage = &*self.inner.storage;
+        let meta = snapshot::read_meta(storage, received)?;
+        let consensus = consensus_section(&meta, received)?;
+        let shared = Arc::clone(self.current().shared());
+        let version = load_snapshot(storage, received, &shared, self.inner.threads).map_err(|problem| {
+            StoreError::CorruptSnapshot {
+                path: received.to_path_buf(),
+                problem,
+            }
+        })?;
+        let lsn = version.lsn;
+        let bytes = std::fs::metadata(received).map_or(0, |m| m.len());
+        let path = self.inner.snapshot_dir.join(snapshot::snapshot_name(lsn));
+        {
+            let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+            storage.rename(received, &path).map_err(io("rename", received))?;
+            storage
+                .sync_dir(&self.inner.snapshot_dir)
+                .map_err(io("sync", &self.inner.snapshot_dir))?;
+            snapshot::remove_stale(storage, &self.inner.snapshot_dir, KEEP_SNAPSHOTS)?;
+        }
+        let entries = version.len() as u64;
+        {
+            let _apply = replicated.apply.lock().unwrap_or_else(|e| e.into_inner());
+            consensus::writer::lock(&replicated.prepared).take();
+            self.inner.cell.publish(Arc::new(version));
+            self.inner.feed.reset(lsn);
+        }
+        self.inner.stats.snapshot(SnapshotRecord {
+            lsn,
+            bytes,
+            entries,
+            finished: SystemTime::now(),
+            duration: Duration::ZERO,
+            loaded: true,
+        });
+        Ok(ReplicatedSnapshot { lsn, path, consensus })
     }
 
     /// How a snapshot at `pace` is written.
@@ -800,7 +928,9 @@ impl Store {
     /// ([`BackupError::Target`] otherwise, with nothing written). The log from the
     /// snapshot's next LSN is pinned meanwhile, so the store's own snapshots do not remove
     /// it; one snapshot is written at a time, so a scheduled one waits for the backup's
-    /// (but not for its copy of the log).
+    /// (but not for its copy of the log). A cluster node's backup is the snapshot of its
+    /// current (committed) version alone, with no log: it restores as a single server's
+    /// data.
     pub fn backup(&self, to: &Path, options: &BackupOptions) -> Result<BackupReport, BackupError> {
         check_target(&*self.inner.storage, to, "backup directory")?;
         let (_pin, version) = self.inner.pins.pin(|| {
@@ -817,12 +947,16 @@ impl Store {
             }
         };
         let wal = Arc::clone(&self.inner.wal);
-        let durable = move || wal.durable_lsn();
+        // A cluster node's log is the replicated log, whose tail may not be committed and
+        // whose records a single server cannot replay: its backup is the snapshot of a
+        // committed version alone (it restores as a single server's data).
+        let replicated = self.inner.replicated.is_some();
+        let durable = move || if replicated { 0 } else { wal.durable_lsn() };
         let source = Source {
             storage: &*self.inner.storage,
             wal_dir: &self.inner.wal_dir,
             version: &version,
-            meta: snapshot_meta(&version),
+            meta: snapshot_meta(&version, None),
             write,
             durable_lsn: &durable,
             snapshot_lock: &self.inner.snapshot_lock,
@@ -857,8 +991,24 @@ impl Store {
     }
 }
 
-/// The header of a snapshot of `version`, created now.
-fn snapshot_meta(version: &Version) -> SnapshotMeta {
+/// The consensus section of a cluster node's snapshot header (an error for a snapshot
+/// without one: a single server's, which a cluster node cannot start from).
+fn consensus_section(meta: &SnapshotMeta, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let corrupt = |problem: String| StoreError::CorruptSnapshot {
+        path: path.to_path_buf(),
+        problem,
+    };
+    match split_extra(&meta.extra).map_err(corrupt)? {
+        (_, Some(state)) => Ok(state.to_vec()),
+        (_, None) => Err(corrupt(
+            "the snapshot carries no cluster state: it was not written by a cluster node".into(),
+        )),
+    }
+}
+
+/// The header of a snapshot of `version`, created now; `consensus` is a cluster node's
+/// state at its LSN.
+fn snapshot_meta(version: &Version, consensus: Option<&[u8]>) -> SnapshotMeta {
     SnapshotMeta {
         lsn: version.lsn,
         next_id: version.next_id,
@@ -866,7 +1016,7 @@ fn snapshot_meta(version: &Version) -> SnapshotMeta {
         created_unix_secs: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
-        extra: encode_dictionary(version.schema()),
+        extra: encode_extra(version.schema(), consensus),
     }
 }
 
@@ -963,7 +1113,8 @@ pub(crate) fn load_snapshot(
     for p in parts {
         records.extend(p);
     }
-    if let TypeMap::Remap(map) = decode_dictionary(&meta.extra, &shared.schema)? {
+    let (dictionary, _) = split_extra(&meta.extra)?;
+    if let TypeMap::Remap(map) = decode_dictionary(dictionary, &shared.schema)? {
         for (_, r) in &mut records {
             *r = remap_record(r, &map)?;
         }

@@ -1,7 +1,8 @@
 //! Cutting the log back ([`Wal::truncate_from`], for a replicated log whose uncommitted
 //! tail a new leader replaces): whatever the segments and the cut, the log then holds
 //! exactly the records before the cut, the next record gets the cut's LSN, and both
-//! survive a crash and a reopen.
+//! survive a crash and a reopen; and starting it again at a later LSN ([`Wal::restart_at`],
+//! after a cluster node installed a snapshot).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,4 +81,37 @@ fn a_cut_of_everything_starts_the_log_again_at_the_cut() {
     assert!(all(&wal).is_empty());
     assert_eq!(wal.append(b"again").unwrap(), 1);
     assert_eq!(all(&wal), vec![(1, b"again".to_vec())]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// [`Wal::restart_at`] (a cluster node installed a snapshot covering more than its
+    /// log): every record goes, the log goes on at the LSN given, and both survive a crash.
+    #[test]
+    fn a_restart_drops_every_record_and_goes_on_at_its_lsn(
+        written in 0u64..30,
+        next in 1u64..200,
+        appended in 0u64..10,
+        limit in prop::sample::select(vec![64u64, 200, 1 << 20]),
+    ) {
+        let s = FaultStorage::new(written ^ next);
+        let wal = open(&s, limit);
+        for i in 1..=written {
+            prop_assert_eq!(wal.append(&payload(i, 0)).unwrap(), i);
+        }
+        wal.restart_at(next).unwrap();
+        prop_assert!(all(&wal).is_empty());
+        prop_assert_eq!(wal.next_lsn(), next);
+        let expected: Vec<(u64, Vec<u8>)> = (next..next + appended).map(|i| (i, payload(i, 1))).collect();
+        for (i, p) in &expected {
+            prop_assert_eq!(wal.append(p).unwrap(), *i);
+        }
+        prop_assert_eq!(all(&wal), expected.clone());
+        drop(wal);
+        s.crash();
+        let wal = open(&s, limit);
+        prop_assert_eq!(all(&wal), expected.clone());
+        prop_assert_eq!(wal.next_lsn(), next + appended);
+    }
 }

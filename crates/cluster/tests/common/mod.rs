@@ -35,6 +35,17 @@ pub fn timing() -> Timing {
         election_min: Duration::from_millis(200),
         election_max: Duration::from_millis(400),
         commit_timeout: Duration::from_secs(2),
+        ..Timing::default()
+    }
+}
+
+/// [`timing`] with a snapshot every `every` entries and `kept` entries of log kept
+/// before it.
+pub fn snapshot_timing(every: u64, kept: u64) -> Timing {
+    Timing {
+        snapshot_after_entries: every,
+        log_kept_after_snapshot: kept,
+        ..timing()
     }
 }
 
@@ -171,14 +182,16 @@ pub struct Cluster {
     /// Storage of nodes that are down, kept for their restart.
     pub down: BTreeMap<u64, FaultStorage>,
     pub ids: Vec<u64>,
+    /// The nodes' timing.
+    pub timing: Timing,
 }
 
 pub fn address(id: u64) -> String {
     format!("ldap://127.0.0.{id}:389")
 }
 
-async fn start_node(router: &Router, id: u64, storage: FaultStorage) -> Node {
-    let node = start_node_with(id, storage, router.network(id)).await;
+async fn start_node(router: &Router, id: u64, storage: FaultStorage, timing: Timing) -> Node {
+    let node = start_node_timed(id, storage, router.network(id), timing).await;
     router.add(id, node.node.raft().clone());
     node
 }
@@ -190,8 +203,18 @@ pub async fn start_node_with<N: RaftNetworkFactory<Larch>>(
     storage: FaultStorage,
     network: N,
 ) -> Node {
+    start_node_timed(id, storage, network, timing()).await
+}
+
+/// [`start_node_with`] with `timing`.
+pub async fn start_node_timed<N: RaftNetworkFactory<Larch>>(
+    id: u64,
+    storage: FaultStorage,
+    network: N,
+    timing: Timing,
+) -> Node {
     let store = open_store(&storage, true);
-    let node = ClusterNode::start(id, &store, Path::new("/data/cluster"), network, timing())
+    let node = ClusterNode::start(id, &store, Path::new("/data/cluster"), network, timing)
         .await
         .unwrap();
     Node {
@@ -211,15 +234,24 @@ impl Cluster {
             ids: nodes.keys().copied().collect(),
             nodes,
             down: BTreeMap::new(),
+            timing: timing(),
         }
     }
 
     /// `n` nodes numbered from 1, initialized on node 1; waits for a leader.
     pub async fn start(n: u64, seed: u64) -> Cluster {
+        Cluster::start_timed(n, seed, timing()).await
+    }
+
+    /// [`Cluster::start`] with `timing`.
+    pub async fn start_timed(n: u64, seed: u64, timing: Timing) -> Cluster {
         let router = Router::new(seed);
         let mut nodes = BTreeMap::new();
         for id in 1..=n {
-            nodes.insert(id, start_node(&router, id, FaultStorage::new(seed ^ id)).await);
+            nodes.insert(
+                id,
+                start_node(&router, id, FaultStorage::new(seed ^ id), timing).await,
+            );
         }
         let members: BTreeMap<u64, BasicNode> = (1..=n).map(|id| (id, BasicNode::new(address(id)))).collect();
         nodes[&1].node.initialize(members).await.unwrap();
@@ -228,6 +260,7 @@ impl Cluster {
             nodes,
             down: BTreeMap::new(),
             ids: (1..=n).collect(),
+            timing,
         };
         cluster.leader(Duration::from_secs(10)).await;
         cluster
@@ -269,13 +302,13 @@ impl Cluster {
     /// Starts node `id` again on what its storage kept.
     pub async fn restart(&mut self, id: u64) {
         let storage = self.down.remove(&id).unwrap();
-        let node = start_node(&self.router, id, storage).await;
+        let node = start_node(&self.router, id, storage, self.timing).await;
         self.nodes.insert(id, node);
     }
 
     /// Starts a new node `id` on empty storage, not yet a member.
     pub async fn add_fresh(&mut self, id: u64) {
-        let node = start_node(&self.router, id, FaultStorage::new(id * 7919)).await;
+        let node = start_node(&self.router, id, FaultStorage::new(id * 7919), self.timing).await;
         self.nodes.insert(id, node);
     }
 

@@ -88,7 +88,7 @@ pub use format::{
     MAGIC, MAX_CHUNKS, MAX_CHUNK_LEN, MAX_COMPRESSED_LEN, MAX_EXTRA_LEN, MAX_FOOTER_LEN, MAX_RECORD_LEN,
     RECORD_HEADER_LEN, TRAILER_LEN,
 };
-pub use read::{read_snapshot, verify_snapshot, ChunkRecords};
+pub use read::{read_meta, read_snapshot, verify_snapshot, ChunkRecords};
 pub use write::{write_snapshot, write_snapshot_with, WriteOptions, MAX_WRITE_THREADS};
 
 use crate::storage::Storage;

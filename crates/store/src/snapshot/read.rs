@@ -30,9 +30,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::format::{
-    decode_footer, decode_header, decode_record, decode_trailer, off, parse_snapshot_name, size, ChunkHeader,
-    Corruption, DirEntry, HeaderError, Located, CHUNK_HEADER_LEN, DIRECTORY_ENTRY_LEN, MAX_CHUNK_LEN,
-    MAX_COMPRESSED_LEN, RECORD_HEADER_LEN,
+    decode_footer, decode_header, decode_record, decode_trailer, le_u32, off, parse_snapshot_name, size,
+    ChunkHeader, Corruption, DirEntry, HeaderError, Located, CHUNK_HEADER_LEN, DIRECTORY_ENTRY_LEN,
+    HEADER_FIXED_LEN, MAX_CHUNK_LEN, MAX_COMPRESSED_LEN, MAX_EXTRA_LEN, RECORD_HEADER_LEN,
 };
 use super::{SnapshotError, SnapshotInfo, SnapshotMeta};
 use crate::storage::Storage;
@@ -129,6 +129,31 @@ where
 pub fn verify_snapshot(storage: &dyn Storage, path: &Path) -> Result<SnapshotInfo, SnapshotError> {
     let ignore = |_: &mut ChunkRecords<'_>| Ok::<(), std::convert::Infallible>(());
     load(storage, path, 1, &ignore).map(|(_, info)| info)
+}
+
+/// The header of the snapshot at `path` (step 1 for the header alone: magic, version,
+/// `extra` bound, CRC32C), reading only the header's octets: what a snapshot declares,
+/// without the cost of reading a large file. The rest of the file is not checked.
+pub fn read_meta(storage: &dyn Storage, path: &Path) -> Result<SnapshotMeta, SnapshotError> {
+    use std::io::Read;
+    let io = |e| SnapshotError::io("read", path, e);
+    let mut file = storage.open_read(path).map_err(io)?;
+    let mut header = vec![0; HEADER_FIXED_LEN - 4];
+    file.read_exact(&mut header).map_err(io)?;
+    // The `extra` length (checked against its bound by `decode_header` below; a larger
+    // value reads no more than the bound and the next octet).
+    let extra_len = size(u64::from(le_u32(&header, 40).unwrap_or(0))).min(MAX_EXTRA_LEN + 1);
+    let mut rest = Vec::new();
+    file.take(off(extra_len + 4)).read_to_end(&mut rest).map_err(io)?;
+    header.extend_from_slice(&rest);
+    let (meta, _) = decode_header(&header).map_err(|e| match e {
+        HeaderError::Corrupt(l) => SnapshotError::corrupt(path, l),
+        HeaderError::Version(version) => SnapshotError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            version,
+        },
+    })?;
+    Ok(meta)
 }
 
 /// One chunk to load: its place in the file and its checked header.

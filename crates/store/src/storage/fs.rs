@@ -38,6 +38,10 @@ impl Storage for FsStorage {
         Ok(Box::new(File::open(path)?))
     }
 
+    fn len(&self, path: &Path) -> io::Result<u64> {
+        Ok(fs::metadata(path)?.len())
+    }
+
     fn dir_state(&self, dir: &Path) -> io::Result<DirState> {
         match fs::metadata(dir) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(DirState::Missing),

@@ -79,6 +79,12 @@ pub trait Storage: Send + Sync {
         Ok(Box::new(io::Cursor::new(self.read(path)?)))
     }
 
+    /// The length of `path` in octets (written, durable or not). By default the file is
+    /// read; the real filesystem asks its metadata.
+    fn len(&self, path: &Path) -> io::Result<u64> {
+        Ok(self.read(path)?.len() as u64)
+    }
+
     /// Whether `dir` is missing, an empty directory, a directory holding something (files
     /// or subdirectories, which [`Storage::list`] does not name), or not a directory.
     fn dir_state(&self, dir: &Path) -> io::Result<DirState>;

@@ -156,8 +156,9 @@ struct State {
     failed: Option<String>,
     closing: bool,
     sync_requested: bool,
-    /// A cut asked for ([`Wal::truncate_from`]): records from this LSN on go.
-    cut: Option<Lsn>,
+    /// A cut asked for ([`Wal::truncate_from`], [`Wal::restart_at`]): records from the
+    /// first LSN on go, and the log goes on at the second.
+    cut: Option<(Lsn, Lsn)>,
     /// Cuts done so far (a caller waits for the count to pass its own).
     cuts_done: u64,
 }
@@ -320,8 +321,8 @@ impl SegmentWriter {
     /// [`Wal::truncate_from`] on the writer thread, everything before it written and
     /// fsynced: the records from `from` on removed ([`super::truncate`]), and writing
     /// goes on at the end of what is left.
-    fn cut_from(&mut self, from: Lsn) -> Result<(), WalError> {
-        let last = from - 1;
+    fn cut_from(&mut self, from: Lsn, next: Lsn) -> Result<(), WalError> {
+        let last = next - 1;
         match super::truncate::cut_from(&*self.storage, &self.dir, from)? {
             Some(end) => {
                 self.file = self
@@ -332,9 +333,12 @@ impl SegmentWriter {
                 self.size = end.len;
             }
             None => {
-                self.file = create_segment(&*self.storage, &self.dir, from)?;
-                self.path = self.dir.join(segment_name(from));
+                self.file = create_segment(&*self.storage, &self.dir, next)?;
+                self.path = self.dir.join(segment_name(next));
                 self.size = SEGMENT_HEADER_LEN as u64;
+                self.storage
+                    .sync_dir(&self.dir)
+                    .map_err(|e| WalError::io("sync", &self.dir, e))?;
             }
         }
         self.records_in_segment = u64::from(self.size > SEGMENT_HEADER_LEN as u64);
@@ -614,6 +618,27 @@ impl Wal {
     /// uncommitted tail a new leader may replace; a single server never cuts its log.
     /// Cutting after the last record changes nothing.
     pub fn truncate_from(&self, from: Lsn) -> Result<(), WalError> {
+        if from >= self.next_lsn() {
+            return match self.shared.lock().failed.clone() {
+                Some(msg) => Err(WalError::Failed(msg)),
+                None => Ok(()),
+            };
+        }
+        self.cut(from.max(1), from.max(1))
+    }
+
+    /// Removes every record, durably, and makes `next` the next LSN; waits until it is
+    /// done. For a replicated log whose node installed a snapshot covering every entry
+    /// before `next` (the records it held are older than the snapshot, or of a history the
+    /// snapshot replaces). A crash before it is done leaves an empty log (which opens at
+    /// the LSN after the store's snapshot) or the old records, never a mix.
+    pub fn restart_at(&self, next: Lsn) -> Result<(), WalError> {
+        self.cut(1, next.max(1))
+    }
+
+    /// Asks the writer thread to remove the records from `from` on and go on at `next`,
+    /// and waits for it.
+    fn cut(&self, from: Lsn, next: Lsn) -> Result<(), WalError> {
         let mut s = self.shared.lock();
         if let Some(msg) = &s.failed {
             return Err(WalError::Failed(msg.clone()));
@@ -621,11 +646,8 @@ impl Wal {
         if s.closing {
             return Err(WalError::Closed);
         }
-        if from >= s.next_lsn {
-            return Ok(());
-        }
         let done = s.cuts_done + 1;
-        s.cut = Some(from.max(1));
+        s.cut = Some((from, next));
         self.shared.work.notify_one();
         loop {
             if s.cuts_done >= done {
@@ -727,8 +749,8 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
             if policy == SyncPolicy::Always || closing || sync_requested || window_passed || cut.is_some() {
                 w.sync()?;
             }
-            if let Some(from) = cut {
-                w.cut_from(from)?;
+            if let Some((from, next)) = cut {
+                w.cut_from(from, next)?;
             }
             Ok::<(), WalError>(())
         })();
@@ -751,8 +773,8 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
         } else {
             None
         };
-        if let (Some(from), Ok(())) = (cut, &result) {
-            s.next_lsn = from;
+        if let (Some((_, next)), Ok(())) = (cut, &result) {
+            s.next_lsn = next;
             s.cuts_done += 1;
         }
         let failed = match result {
