@@ -4,6 +4,9 @@
 - The cluster forms, the first leader creates the suffix and admin entries, a write on the
   leader reaches every node, and a follower refers a write to the leader (referral, the
   leader's LDAP URL); `/metrics` and `cn=Cluster,cn=Monitor` say who leads.
+- A node killed while the cluster writes on, after its leader's log was purged behind a
+  snapshot (`cluster.snapshot_after_entries`), is sent the leader's snapshot when it
+  comes back, follows the log after it, and starts from that snapshot afterwards.
 - kill -9 of the leader at random moments while a client writes (20 cycles in CI;
   CLUSTER_CYCLES=N for the long form): a new leader within a bounded time, every
   acknowledged write on every node, all nodes converging to the same entries.
@@ -42,7 +45,7 @@ def cycles():
 class Cluster:
     """Three nodes on private directories, each with a `/metrics` listener."""
 
-    def __init__(self, larch_bin, n=3):
+    def __init__(self, larch_bin, n=3, cluster_toml=""):
         self.larch_bin = larch_bin
         self.tmp = tempfile.mkdtemp(prefix="larch-e2e-cluster-")
         self.raft_ports = {i: conftest.free_port() for i in range(1, n + 1)}
@@ -59,7 +62,8 @@ class Cluster:
             for i, s in self.nodes.items())
         for i, srv in self.nodes.items():
             toml = (f'\n[metrics]\nlisten = "127.0.0.1:{srv.metrics_port}"\n'
-                    f"\n[cluster]\nnode_id = {i}\nbootstrap = {'true' if i == 1 else 'false'}\n" + members)
+                    f"\n[cluster]\nnode_id = {i}\nbootstrap = {'true' if i == 1 else 'false'}\n"
+                    + cluster_toml + members)
             srv._setup_larch(toml)
 
     def start(self):
@@ -211,6 +215,61 @@ def test_a_cluster_forms_replicates_and_refers_writes_to_its_leader(cluster):
     members = lines[1].removeprefix("cluster members: ").split(", ")
     assert sorted(m.split()[0] for m in members) == ["1", "2", "3"], lines
     assert all(m.endswith(" voter") for m in members), lines
+
+
+def snapshot_lsns(srv):
+    names = os.listdir(srv.workdir / "data" / "snapshots")
+    return sorted(int(m.group(1), 16) for m in map(re.compile(r"^snapshot-([0-9a-f]{16})\.snap$").match, names) if m)
+
+
+def oldest_log_lsn(srv):
+    names = os.listdir(srv.workdir / "data" / "wal")
+    return min(int(m.group(1), 16) for m in map(re.compile(r"^wal-([0-9a-f]{16})\.log$").match, names) if m)
+
+
+def add_on_leader(cluster, i):
+    """Adds cn=p<i> through whichever node leads; the result code."""
+    end = time.monotonic() + LEADER_DEADLINE_S
+    while True:
+        r = add_person(cluster.leader(), i)
+        if r is not None and r["result"] not in (10, 51, 52):
+            return r["result"]
+        assert time.monotonic() < end, f"add of p{i}: {r}"
+        time.sleep(0.05)
+
+
+def test_a_node_behind_the_purged_log_is_sent_the_leaders_snapshot(request):
+    cluster = Cluster(request.config.getoption("--larch-bin"), cluster_toml="snapshot_after_entries = 20\n")
+    try:
+        cluster.start()
+        leader = cluster.leader()
+        cluster.set_up()
+        ldaputil.ldapadd_ok(leader, ldaputil.ldif_entry(f"ou=people,{BASE}",
+                                                        {"objectClass": "organizationalUnit", "ou": "people"}))
+        converge(cluster)
+        behind = next(s for s in cluster.nodes.values() if s is not leader)
+        behind.kill9()
+        # One add per log entry: ten snapshots' worth, the log kept behind each only ten
+        # entries long, far past what the stopped node holds.
+        for i in range(200):
+            assert add_on_leader(cluster, i) == 0
+        end = time.monotonic() + CONVERGE_S
+        while not any(lsn > 150 for lsn in snapshot_lsns(cluster.leader())):
+            assert time.monotonic() < end, f"no snapshot on the leader: {snapshot_lsns(cluster.leader())}"
+            time.sleep(0.1)
+        behind.start()
+        state = converge(cluster)
+        assert len(state) == 201
+        assert any(lsn > 150 for lsn in snapshot_lsns(behind)), snapshot_lsns(behind)
+        # Its log starts again after the snapshot it was sent.
+        assert oldest_log_lsn(behind) > 150, oldest_log_lsn(behind)
+        # Killed again, it starts from that snapshot and follows the writes after it.
+        behind.kill9()
+        assert add_on_leader(cluster, 1000) == 0
+        behind.start()
+        assert len(converge(cluster)) == 202
+    finally:
+        cluster.close()
 
 
 def cluster_status(larch_bin, srv):

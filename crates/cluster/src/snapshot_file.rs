@@ -7,8 +7,9 @@
 //! 3 MiB): the sender seeks to the end to learn the length, then to each chunk's offset
 //! and reads it; the receiver writes each chunk at its offset and flushes at the end. So
 //! the file supports what that needs and no more:
-//! - reading from any offset: forward by skipping, backward (a chunk sent again after a
-//!   lost answer) by opening the file again;
+//! - reading from any offset (a chunk is sent again after a lost answer), from a file
+//!   opened once: a newer snapshot may remove its name meanwhile, and the open file stays
+//!   readable to the end;
 //! - writing at the end, or at an earlier offset by cutting the file there first (a chunk
 //!   received again); never past the end;
 //! - flushing: an fsync.
@@ -17,13 +18,13 @@
 //! written from the page cache, a few milliseconds at most, and snapshots are rare. The
 //! chunk is the bound; nothing is buffered beyond it.
 
-use std::io::{self, Read, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use larch_store::storage::{AppendFile, Storage};
+use larch_store::storage::{AppendFile, ReadSeek, Storage};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 
 /// A snapshot being sent or received.
@@ -38,7 +39,7 @@ pub struct SnapshotFile {
 enum Mode {
     /// Sending: `reader` is at `at`, the file is `len` octets long.
     Read {
-        reader: Box<dyn Read + Send>,
+        reader: Box<dyn ReadSeek>,
         at: u64,
         len: u64,
     },
@@ -56,17 +57,18 @@ impl std::fmt::Debug for SnapshotFile {
 }
 
 impl SnapshotFile {
-    /// Opens the snapshot at `path` for sending.
-    pub fn open(storage: &Arc<dyn Storage>, path: &Path) -> io::Result<SnapshotFile> {
-        let len = storage.len(path)?;
+    /// The snapshot at `path`, opened as `reader`, for sending.
+    pub fn reading(
+        storage: &Arc<dyn Storage>,
+        path: &Path,
+        mut reader: Box<dyn ReadSeek>,
+    ) -> io::Result<SnapshotFile> {
+        let len = reader.seek(SeekFrom::End(0))?;
+        reader.seek(SeekFrom::Start(0))?;
         Ok(SnapshotFile {
             storage: Arc::clone(storage),
             path: path.to_path_buf(),
-            mode: Mode::Read {
-                reader: storage.open_read(path)?,
-                at: 0,
-                len,
-            },
+            mode: Mode::Read { reader, at: 0, len },
             pos: 0,
         })
     }
@@ -106,16 +108,8 @@ impl SnapshotFile {
         let Mode::Read { reader, at, .. } = &mut self.mode else {
             return Err(io::Error::other("a snapshot being received is not read"));
         };
-        if self.pos < *at {
-            *reader = self.storage.open_read(&self.path)?;
-            *at = 0;
-        }
-        if self.pos > *at {
-            let skipped = io::copy(&mut reader.take(self.pos - *at), &mut io::sink())?;
-            *at += skipped;
-            if *at < self.pos {
-                return Ok(0);
-            }
+        if self.pos != *at {
+            *at = reader.seek(SeekFrom::Start(self.pos))?;
         }
         let n = reader.read(buf)?;
         *at += n as u64;
@@ -231,7 +225,8 @@ mod tests {
         w.flush().await.unwrap();
         assert_eq!(storage.read(path).unwrap(), data);
 
-        let mut r = SnapshotFile::open(&storage, path).unwrap();
+        let reader = storage.open_read_seek(path).unwrap();
+        let mut r = SnapshotFile::reading(&storage, path, reader).unwrap();
         assert_eq!(r.seek(SeekFrom::End(0)).await.unwrap(), 10_000);
         for start in [6000u64, 0, 9000, 3000] {
             r.seek(SeekFrom::Start(start)).await.unwrap();

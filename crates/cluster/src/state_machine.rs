@@ -71,14 +71,14 @@ impl StateMachine {
         let lsn = store.current().lsn();
         if lsn > 0 {
             let state = newest_state(&store)?
-                .filter(|(snapshot, _)| snapshot.lsn == lsn)
+                .filter(|(snapshot, _, _)| snapshot.lsn == lsn)
                 .ok_or_else(|| {
                     snapshot_err(
                         ErrorVerb::Read,
                         format!("the store holds LSN {lsn} but no snapshot at it says which entry that is"),
                     )
                 })?
-                .1;
+                .2;
             applied.last = Some(state.last);
             applied.membership = state.membership;
         }
@@ -119,12 +119,12 @@ impl StateMachine {
                 ),
             ));
         }
-        let written = self
+        let (written, reader) = self
             .store
             .write_replicated_snapshot(&version, &state.encode())
             .map_err(|e| snapshot_err(ErrorVerb::Write, e))?;
         drop(version);
-        let file = SnapshotFile::open(self.store.storage(), &written.path)
+        let file = SnapshotFile::reading(self.store.storage(), &written.path, reader)
             .map_err(|e| snapshot_err(ErrorVerb::Read, e))?;
         Ok(Snapshot {
             meta: meta_of(&state),
@@ -134,8 +134,10 @@ impl StateMachine {
 }
 
 /// The store's newest snapshot and the state its header carries.
-fn newest_state(store: &Store) -> Result<Option<(ReplicatedSnapshot, SnapshotState)>, StorageError<NodeId>> {
-    let Some(snapshot) = store
+fn newest_state(
+    store: &Store,
+) -> Result<Option<(ReplicatedSnapshot, SnapshotFile, SnapshotState)>, StorageError<NodeId>> {
+    let Some((snapshot, reader)) = store
         .newest_replicated_snapshot()
         .map_err(|e| snapshot_err(ErrorVerb::Read, e))?
     else {
@@ -143,7 +145,9 @@ fn newest_state(store: &Store) -> Result<Option<(ReplicatedSnapshot, SnapshotSta
     };
     let state = SnapshotState::decode(&snapshot.consensus)
         .map_err(|e| snapshot_err(ErrorVerb::Read, format!("{}: {e}", snapshot.path.display())))?;
-    Ok(Some((snapshot, state)))
+    let file = SnapshotFile::reading(store.storage(), &snapshot.path, reader)
+        .map_err(|e| snapshot_err(ErrorVerb::Read, e))?;
+    Ok(Some((snapshot, file, state)))
 }
 
 /// openraft's description of a snapshot with `state`.
@@ -269,13 +273,11 @@ impl RaftStateMachine<Larch> for StateMachine {
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<Larch>>, StorageError<NodeId>> {
         let store = self.store.clone();
         blocking(move || {
-            let Some((snapshot, state)) = newest_state(&store)? else {
-                return Ok(None);
-            };
             // Open, the file stays readable to the end even if a newer one replaces it
             // (on the real file system).
-            let file = SnapshotFile::open(store.storage(), &snapshot.path)
-                .map_err(|e| snapshot_err(ErrorVerb::Read, e))?;
+            let Some((_, file, state)) = newest_state(&store)? else {
+                return Ok(None);
+            };
             Ok(Some(Snapshot {
                 meta: meta_of(&state),
                 snapshot: Box::new(file),

@@ -92,8 +92,8 @@ pub use record::{EntryId, EntryRecord};
 pub use stats::{SnapshotRecord, StoreStatsView};
 #[cfg(not(loom))]
 pub use store::{
-    OpenReport, ReplicatedSnapshot, StartupSnapshot, Store, StoreOptions, StoreReader, TransferSnapshot,
-    DEFAULT_SNAPSHOT_AFTER_RECORDS, DEFAULT_SNAPSHOT_DUTY_CYCLE, KEEP_SNAPSHOTS,
+    OpenReport, OpenedSnapshot, ReplicatedSnapshot, StartupSnapshot, Store, StoreOptions, StoreReader,
+    TransferSnapshot, DEFAULT_SNAPSHOT_AFTER_RECORDS, DEFAULT_SNAPSHOT_DUTY_CYCLE, KEEP_SNAPSHOTS,
 };
 #[cfg(not(loom))]
 pub use txn::{Savepoint, WriteTxn};

@@ -43,7 +43,7 @@ use crate::record::{EntryId, EntryRecord};
 use crate::schedule::{due_at_open, AtOpen, Pace, Schedule};
 use crate::snapshot::{self, SnapshotError, SnapshotInfo, SnapshotMeta, WriteOptions};
 use crate::stats::{SnapshotRecord, StoreStats, StoreStatsView};
-use crate::storage::{FsStorage, Storage};
+use crate::storage::{FsStorage, ReadSeek, Storage};
 use crate::txn::{apply_change, WriteTxn};
 use crate::version::{Shared, Version};
 use crate::version_cell::{VersionCell, VersionReader};
@@ -153,6 +153,9 @@ pub struct ReplicatedSnapshot {
     /// The consensus engine's state (opaque to the store).
     pub consensus: Vec<u8>,
 }
+
+/// A cluster node's snapshot and the file opened for reading.
+pub type OpenedSnapshot = (ReplicatedSnapshot, Box<dyn ReadSeek>);
 
 /// A snapshot file opened for sending to a new replica ([`Store::snapshot_for_transfer`]).
 pub struct TransferSnapshot {
@@ -791,31 +794,43 @@ impl Store {
     /// its LSN: last applied entry, configuration) in its header, unless the newest
     /// snapshot is at that LSN already; removes snapshots beyond [`KEEP_SNAPSHOTS`]. The
     /// log is left alone: the consensus engine purges it. Returns the snapshot at the
-    /// version's LSN.
+    /// version's LSN, opened (under the snapshot lock, so no clean-up removes it first).
     pub fn write_replicated_snapshot(
         &self,
         version: &Version,
         consensus: &[u8],
-    ) -> Result<ReplicatedSnapshot, StoreError> {
+    ) -> Result<OpenedSnapshot, StoreError> {
         if self.inner.replicated.is_none() {
             return Err(StoreError::Unsupported(
                 "only a store in a cluster writes a replicated snapshot",
             ));
         }
+        let path = self.inner.snapshot_dir.join(snapshot::snapshot_name(version.lsn));
+        let mut opened = None;
         self.recorded(|| {
             let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
-            self.write_snapshot_of(version, Some(consensus), Pace::Paced)
+            let written = self.write_snapshot_of(version, Some(consensus), Pace::Paced)?;
+            opened = Some(
+                self.inner
+                    .storage
+                    .open_read_seek(&path)
+                    .map_err(io("open", &path))?,
+            );
+            Ok(written)
         })?;
-        Ok(ReplicatedSnapshot {
+        let file = opened.ok_or(StoreError::Unsupported("the snapshot written was not opened"))?;
+        let snapshot = ReplicatedSnapshot {
             lsn: version.lsn,
-            path: self.inner.snapshot_dir.join(snapshot::snapshot_name(version.lsn)),
+            path,
             consensus: consensus.to_vec(),
-        })
+        };
+        Ok((snapshot, file))
     }
 
     /// In a cluster: the newest snapshot file, its LSN and the consensus state its header
-    /// carries (read from the header alone). `None` when there is no snapshot.
-    pub fn newest_replicated_snapshot(&self) -> Result<Option<ReplicatedSnapshot>, StoreError> {
+    /// carries (read from the header alone), and the file opened (under the snapshot lock,
+    /// so no clean-up removes it first). `None` when there is no snapshot.
+    pub fn newest_replicated_snapshot(&self) -> Result<Option<OpenedSnapshot>, StoreError> {
         let storage = &*self.inner.storage;
         let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         let Some((lsn, path)) = snapshot::list_snapshots(storage, &self.inner.snapshot_dir)?
@@ -826,7 +841,8 @@ impl Store {
         };
         let meta = snapshot::read_meta(storage, &path)?;
         let consensus = consensus_section(&meta, &path)?;
-        Ok(Some(ReplicatedSnapshot { lsn, path, consensus }))
+        let file = storage.open_read_seek(&path).map_err(io("open", &path))?;
+        Ok(Some((ReplicatedSnapshot { lsn, path, consensus }, file)))
     }
 
     /// In a cluster: installs the snapshot file at `received` (sent by the leader, written

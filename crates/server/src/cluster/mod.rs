@@ -28,7 +28,7 @@ use larch_cluster::{ClusterError, ClusterNode, Timing};
 use tokio::sync::watch;
 use tracing::info;
 
-use crate::config::cluster::ClusterSettings;
+use crate::config::cluster::{log_kept_after_snapshot, ClusterSettings};
 use crate::directory::Directory;
 
 /// The directory below the data directory that holds the node's vote and committed hint
@@ -64,7 +64,11 @@ pub async fn start(dir: Arc<Directory>) -> Result<ClusterRun, String> {
         &dir.store,
         &state_dir,
         TcpNetwork::new(settings.node_id, &security),
-        Timing::default(),
+        Timing {
+            snapshot_after_entries: settings.snapshot_after_entries,
+            log_kept_after_snapshot: log_kept_after_snapshot(settings.snapshot_after_entries),
+            ..Timing::default()
+        },
     )
     .await
     .map_err(|e| format!("cluster: {e}"))?;

@@ -11,6 +11,9 @@
 //! - `cluster.tls` (`false`): the Raft transport runs over TLS with client certificates:
 //!   each node presents `[tls]`'s certificate and key, and accepts peers whose certificate
 //!   `tls.client_ca` issued (both required then);
+//! - `cluster.snapshot_after_entries` (100,000): a node writes a snapshot after this many
+//!   log entries were applied since its last one, and purges its log up to
+//!   [`log_kept_after_snapshot`] entries before it;
 //! - `[[cluster.members]]`: every node, this one included: `id`, `raft` (`host:port` where
 //!   its Raft transport listens), `ldap_url` (where clients reach it: a follower refers
 //!   writes there when that node leads).
@@ -26,6 +29,17 @@ use super::ConfigError;
 /// every write wait for more acknowledgements).
 pub const MAX_CLUSTER_MEMBERS: usize = 9;
 
+/// The fewest entries `cluster.snapshot_after_entries` may name: a snapshot every few
+/// entries would rewrite the whole directory for every few writes.
+pub const MIN_SNAPSHOT_AFTER_ENTRIES: u64 = 10;
+
+/// The log kept before a node's newest snapshot, so that a follower a little behind
+/// catches up from the log rather than being sent the snapshot: half the snapshot
+/// interval, at most [`larch_cluster::node::DEFAULT_LOG_KEPT_AFTER_SNAPSHOT`] entries.
+pub fn log_kept_after_snapshot(snapshot_after_entries: u64) -> u64 {
+    (snapshot_after_entries / 2).min(larch_cluster::node::DEFAULT_LOG_KEPT_AFTER_SNAPSHOT)
+}
+
 /// `[cluster]`, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterSettings {
@@ -39,6 +53,8 @@ pub struct ClusterSettings {
     pub tls: bool,
     /// `[[cluster.members]]`, by ID.
     pub members: Vec<ClusterMember>,
+    /// `cluster.snapshot_after_entries`.
+    pub snapshot_after_entries: u64,
 }
 
 /// One `[[cluster.members]]` table.
@@ -61,6 +77,7 @@ pub(crate) struct RawCluster {
     pub bootstrap: Option<bool>,
     pub tls: Option<bool>,
     pub members: Option<Vec<RawMember>>,
+    pub snapshot_after_entries: Option<u64>,
 }
 
 /// `[[cluster.members]]` as written.
@@ -128,12 +145,22 @@ impl ClusterSettings {
                 format!("`{listen_text}` is not an IP address and port (write cluster.listen when the raft address is a name)"),
             )
         })?;
+        let snapshot_after_entries = raw
+            .snapshot_after_entries
+            .unwrap_or(larch_cluster::node::DEFAULT_SNAPSHOT_AFTER_ENTRIES);
+        if snapshot_after_entries < MIN_SNAPSHOT_AFTER_ENTRIES {
+            return Err(ConfigError::invalid(
+                "cluster.snapshot_after_entries",
+                format!("{snapshot_after_entries}: at least {MIN_SNAPSHOT_AFTER_ENTRIES}"),
+            ));
+        }
         Ok(ClusterSettings {
             node_id,
             listen,
             bootstrap: raw.bootstrap.unwrap_or(false),
             tls: raw.tls.unwrap_or(false),
             members,
+            snapshot_after_entries,
         })
     }
 
@@ -215,6 +242,13 @@ mod tests {
             (raw(4, vec![member(1), member(2)]), "cluster.node_id"),
             (raw(1, vec![]), "cluster.members"),
             (raw(1, vec![member(1), member(1)]), "cluster.members"),
+            (
+                RawCluster {
+                    snapshot_after_entries: Some(3),
+                    ..raw(1, vec![member(1)])
+                },
+                "cluster.snapshot_after_entries",
+            ),
             (
                 raw(
                     1,

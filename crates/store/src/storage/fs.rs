@@ -4,7 +4,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::{AppendFile, DirState, Storage};
+use super::{AppendFile, DirState, ReadSeek, Storage};
 
 /// The real filesystem. `sync` is `File::sync_all` (fsync); `sync_dir` opens the directory
 /// and fsyncs it on Unix, and does nothing elsewhere (Windows cannot open a directory as a
@@ -38,8 +38,8 @@ impl Storage for FsStorage {
         Ok(Box::new(File::open(path)?))
     }
 
-    fn len(&self, path: &Path) -> io::Result<u64> {
-        Ok(fs::metadata(path)?.len())
+    fn open_read_seek(&self, path: &Path) -> io::Result<Box<dyn ReadSeek>> {
+        Ok(Box::new(File::open(path)?))
     }
 
     fn dir_state(&self, dir: &Path) -> io::Result<DirState> {

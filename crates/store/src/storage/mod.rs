@@ -34,6 +34,11 @@ pub enum DirState {
     NotADirectory,
 }
 
+/// A file opened for reading at any offset.
+pub trait ReadSeek: io::Read + io::Seek + Send {}
+
+impl<T: io::Read + io::Seek + Send> ReadSeek for T {}
+
 /// A file opened for appending.
 pub trait AppendFile: Send {
     /// Appends up to `buf.len()` octets at the end of the file and returns how many were
@@ -79,10 +84,11 @@ pub trait Storage: Send + Sync {
         Ok(Box::new(io::Cursor::new(self.read(path)?)))
     }
 
-    /// The length of `path` in octets (written, durable or not). By default the file is
-    /// read; the real filesystem asks its metadata.
-    fn len(&self, path: &Path) -> io::Result<u64> {
-        Ok(self.read(path)?.len() as u64)
+    /// Opens `path` for reading at any offset. The real filesystem keeps an open file
+    /// readable to the end even once its name is removed; by default the whole file is read
+    /// at once.
+    fn open_read_seek(&self, path: &Path) -> io::Result<Box<dyn ReadSeek>> {
+        Ok(Box::new(io::Cursor::new(self.read(path)?)))
     }
 
     /// Whether `dir` is missing, an empty directory, a directory holding something (files
