@@ -7,6 +7,9 @@
 - A node killed while the cluster writes on, after its leader's log was purged behind a
   snapshot (`cluster.snapshot_after_entries`), is sent the leader's snapshot when it
   comes back, follows the log after it, and starts from that snapshot afterwards.
+- With `cluster.reads = "linearizable"`, a search on a follower right after a write was
+  acknowledged by the leader finds it; with the majority gone, a node refuses to read its
+  data (unavailable) but still answers cn=Monitor.
 - kill -9 of the leader at random moments while a client writes (20 cycles in CI;
   CLUSTER_CYCLES=N for the long form): a new leader within a bounded time, every
   acknowledged write on every node, all nodes converging to the same entries.
@@ -268,6 +271,51 @@ def test_a_node_behind_the_purged_log_is_sent_the_leaders_snapshot(request):
         assert add_on_leader(cluster, 1000) == 0
         behind.start()
         assert len(converge(cluster)) == 202
+    finally:
+        cluster.close()
+
+
+def search_person(srv, i):
+    """Searches cn=p<i> on `srv`: (result code, entries found)."""
+    conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
+    try:
+        conn.search(f"ou=people,{BASE}", f"(cn=p{i})", search_scope=ldap3.SUBTREE, attributes=["cn"])
+        return conn.result["result"], len(conn.entries)
+    finally:
+        conn.unbind()
+
+
+def test_linearizable_reads_on_followers_see_every_acknowledged_write(request):
+    cluster = Cluster(request.config.getoption("--larch-bin"), cluster_toml='reads = "linearizable"\n')
+    try:
+        cluster.start()
+        leader = cluster.leader()
+        cluster.set_up()
+        ldaputil.ldapadd_ok(leader, ldaputil.ldif_entry(f"ou=people,{BASE}",
+                                                        {"objectClass": "organizationalUnit", "ou": "people"}))
+        followers = [s for s in cluster.nodes.values() if s is not leader]
+        for i in range(30):
+            assert add_on_leader(cluster, i) == 0
+            for srv in followers:
+                assert search_person(srv, i) == (0, 1), f"node {srv.node_id} read without p{i}"
+
+        # The majority gone: the last node cannot confirm a read of its data, and says so.
+        for srv in followers:
+            srv.kill9()
+        started = time.monotonic()
+        assert search_person(leader, 0)[0] == 52
+        assert time.monotonic() - started < 30
+        conn = ldaputil.connect(leader, leader.admin_dn, leader.admin_pw)
+        try:
+            assert conn.search("cn=Cluster,cn=Monitor", "(objectClass=*)", search_scope=ldap3.SUBTREE)
+        finally:
+            conn.unbind()
+        for srv in followers:
+            srv.start()
+        end = time.monotonic() + CONVERGE_S
+        while search_person(cluster.leader(), 29) != (0, 1):
+            assert time.monotonic() < end, "reads did not come back once the majority did"
+            time.sleep(0.2)
     finally:
         cluster.close()
 

@@ -15,6 +15,7 @@
 //! - [`snapshot_file`]: a snapshot file as openraft's snapshot data, read and written in
 //!   chunks;
 //! - [`node`]: a running node, and the writer's way into the cluster;
+//! - [`read_index`]: linearizable reads, the read index asked once per round of readers;
 //! - [`status`]: a node's view of the cluster in plain terms, for monitoring;
 //! - [`network`]: how nodes reach each other: in one process for tests, or over TCP
 //!   (optionally mutual TLS) with a hand-written binary encoding of openraft's messages.
@@ -29,6 +30,7 @@ pub mod log_store;
 pub mod network;
 pub mod node;
 pub mod raft_state;
+pub mod read_index;
 pub mod snapshot_file;
 pub mod snapshot_state;
 pub mod state_machine;

@@ -15,6 +15,8 @@ use openraft::{BasicNode, Config, Raft, RaftMetrics, ServerState, SnapshotPolicy
 use tokio::runtime::Handle;
 
 use crate::log_store::LogStore;
+use crate::network::ReadIndex;
+use crate::read_index::ReadBarrier;
 use crate::state_machine::StateMachine;
 use crate::types::{lsn_of, Larch, NodeId};
 
@@ -34,6 +36,9 @@ pub enum ClusterError {
     /// openraft failed to start or act.
     #[error("cluster: {0}")]
     Raft(String),
+    /// The cluster cannot answer now (no leader, no majority, or too slow).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Timing of the consensus engine.
@@ -105,6 +110,7 @@ pub struct ClusterNode {
     raft: Raft<Larch>,
     state_machine: StateMachine,
     client_urls: ClientUrls,
+    read_barrier: ReadBarrier,
 }
 
 impl std::fmt::Debug for ClusterNode {
@@ -129,8 +135,9 @@ impl ClusterNode {
         timing: Timing,
     ) -> Result<ClusterNode, ClusterError>
     where
-        N: RaftNetworkFactory<Larch>,
+        N: RaftNetworkFactory<Larch> + ReadIndex + Clone,
     {
+        let reads: Arc<dyn ReadIndex> = Arc::new(network.clone());
         let log = LogStore::open(
             Arc::clone(store.wal()),
             Arc::clone(store.storage()),
@@ -158,6 +165,7 @@ impl ClusterNode {
         }
         Ok(ClusterNode {
             id,
+            read_barrier: ReadBarrier::new(id, raft.clone(), reads, timing.commit_timeout),
             raft,
             state_machine,
             client_urls,
@@ -237,6 +245,14 @@ impl ClusterNode {
     /// This node's view of the cluster, in plain terms.
     pub fn status(&self) -> crate::status::Status {
         crate::status::Status::from_metrics(&self.raft.metrics().borrow())
+    }
+
+    /// Returns once this node's store holds every write acknowledged (by any node) before
+    /// the call: a linearizable read may then read it ([`crate::read_index`]). Fails when
+    /// no leader confirms itself with a majority, or this node does not catch up, within
+    /// the commit timeout.
+    pub async fn read_barrier(&self) -> Result<(), ClusterError> {
+        self.read_barrier.wait().await.map_err(ClusterError::Unavailable)
     }
 
     /// The LSN of the last entry applied to the store.

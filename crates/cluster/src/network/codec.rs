@@ -22,6 +22,8 @@
 //! | 5 | install snapshot | vote, last log ID?, membership's log ID?, membership (octets), snapshot ID (text), offset (u64), data (octets), done (bool) |
 //! | 6 | install snapshot reply | vote |
 //! | 7 | remote error | what (u8): 0 the engine stopped, 1 it panicked, 2 other; the error as text |
+//! | 8 | read index request | (empty) |
+//! | 9 | read index reply | read log ID? |
 //!
 //! The parts:
 //! - vote: term (u64), candidate node (u64), committed (bool);
@@ -70,6 +72,8 @@ const KIND_APPEND_RESPONSE: u8 = 4;
 const KIND_SNAPSHOT_REQUEST: u8 = 5;
 const KIND_SNAPSHOT_RESPONSE: u8 = 6;
 const KIND_REMOTE_ERROR: u8 = 7;
+const KIND_READ_INDEX_REQUEST: u8 = 8;
+const KIND_READ_INDEX_RESPONSE: u8 = 9;
 
 const APPEND_SUCCESS: u8 = 0;
 const APPEND_PARTIAL_SUCCESS: u8 = 1;
@@ -108,6 +112,10 @@ pub enum Message {
     InstallSnapshotResponse(InstallSnapshotResponse<NodeId>),
     /// The engine called failed.
     RemoteError(RemoteFailure),
+    /// A follower asks the leader for its read index.
+    ReadIndexRequest,
+    /// The leader's read log ID, once a majority confirmed it leads.
+    ReadIndexResponse(Option<LogId<NodeId>>),
 }
 
 /// How the called engine failed.
@@ -182,6 +190,8 @@ impl Message {
             Message::InstallSnapshotRequest(_) => KIND_SNAPSHOT_REQUEST,
             Message::InstallSnapshotResponse(_) => KIND_SNAPSHOT_RESPONSE,
             Message::RemoteError(_) => KIND_REMOTE_ERROR,
+            Message::ReadIndexRequest => KIND_READ_INDEX_REQUEST,
+            Message::ReadIndexResponse(_) => KIND_READ_INDEX_RESPONSE,
         }
     }
 
@@ -195,6 +205,8 @@ impl Message {
             Message::InstallSnapshotRequest(_) => "an install-snapshot request",
             Message::InstallSnapshotResponse(_) => "an install-snapshot reply",
             Message::RemoteError(_) => "a remote error",
+            Message::ReadIndexRequest => "a read index request",
+            Message::ReadIndexResponse(_) => "a read index reply",
         }
     }
 
@@ -221,6 +233,8 @@ impl Message {
                 });
                 put_octets(out, f.text.as_bytes())?;
             }
+            Message::ReadIndexRequest => {}
+            Message::ReadIndexResponse(read) => put_log_id(out, read.as_ref()),
         }
         Ok(())
     }
@@ -283,6 +297,8 @@ pub fn decode_frame_body(body: &[u8]) -> Result<(u64, Message), CodecError> {
             Message::InstallSnapshotResponse(InstallSnapshotResponse { vote: r.vote()? })
         }
         KIND_REMOTE_ERROR => Message::RemoteError(r.remote_failure()?),
+        KIND_READ_INDEX_REQUEST => Message::ReadIndexRequest,
+        KIND_READ_INDEX_RESPONSE => Message::ReadIndexResponse(r.log_id()?),
         _ => return Err(CodecError::Malformed("an unknown message kind")),
     };
     if !r.0.is_empty() {
@@ -653,6 +669,9 @@ mod tests {
                 kind: FailureKind::Other,
                 text: "storage error: the disk is full — «ü»".into(),
             }),
+            Message::ReadIndexRequest,
+            Message::ReadIndexResponse(None),
+            Message::ReadIndexResponse(Some(log_id(3, 2, 41))),
         ]
     }
 

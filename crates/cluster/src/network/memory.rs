@@ -3,6 +3,8 @@
 //! that fails replays the same faults.
 
 use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use openraft::raft::{
 };
 use openraft::{BasicNode, Raft};
 
+use super::{ReadIndex, ReadIndexResult};
 use crate::types::{Larch, NodeId};
 
 /// The faults a router injects.
@@ -149,6 +152,34 @@ impl RaftNetworkFactory<Larch> for Network {
             from: self.from,
             to: target,
         }
+    }
+}
+
+impl ReadIndex for Network {
+    fn read_index(
+        &self,
+        leader: NodeId,
+        _node: BasicNode,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = ReadIndexResult> + Send + 'static>> {
+        let link = Connection {
+            router: self.router.clone(),
+            from: self.from,
+            to: leader,
+        };
+        Box::pin(async move {
+            let raft = link
+                .target::<RaftError<NodeId>>()
+                .await
+                .map_err(|e| e.to_string())?;
+            let read = tokio::time::timeout(timeout, raft.get_read_log_id())
+                .await
+                .map_err(|_| format!("no read index from node {leader} within {timeout:?}"))?
+                .map_err(|e| e.to_string())?;
+            link.reply_path::<RaftError<NodeId>>()
+                .map_err(|e| e.to_string())?;
+            Ok(read.0)
+        })
     }
 }
 

@@ -18,8 +18,10 @@
 //! done, so a refused client sees its first call fail as `Network`, not `Unreachable`.)
 
 use std::error::Error;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +43,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use super::codec::{
     decode_frame_body, encode_frame, frame_len, CodecError, Message, RemoteFailure, LENGTH_OCTETS,
 };
+use super::{ReadIndex, ReadIndexResult};
 use crate::types::{Larch, NodeId};
 
 /// How long a peer may take to complete the TLS handshake of a connection it opened.
@@ -113,11 +116,13 @@ fn server_name(addr: &str) -> io::Result<ServerName<'static>> {
     })
 }
 
-/// A node's way to the others: one [`TcpConnection`] per client openraft asks for.
+/// A node's way to the others: one [`TcpConnection`] per client openraft asks for, and
+/// one kept for read index calls (made one at a time, [`crate::read_index`]).
 #[derive(Clone)]
 pub struct TcpNetwork {
     id: NodeId,
     tls: Option<Arc<rustls::ClientConfig>>,
+    reads: Arc<tokio::sync::Mutex<Option<TcpConnection>>>,
 }
 
 impl TcpNetwork {
@@ -127,7 +132,48 @@ impl TcpNetwork {
             Security::Plain => None,
             Security::Tls { client, .. } => Some(Arc::clone(client)),
         };
-        TcpNetwork { id, tls }
+        TcpNetwork {
+            id,
+            tls,
+            reads: Arc::default(),
+        }
+    }
+}
+
+impl ReadIndex for TcpNetwork {
+    fn read_index(
+        &self,
+        leader: NodeId,
+        node: BasicNode,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = ReadIndexResult> + Send + 'static>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let mut kept = this.reads.lock().await;
+            let mut connection = match kept.take() {
+                Some(c) if c.target == leader && c.node == node => c,
+                _ => TcpConnection {
+                    from: this.id,
+                    target: leader,
+                    node,
+                    tls: this.tls.clone(),
+                    stream: None,
+                    last_request_id: 0,
+                },
+            };
+            let option = RPCOption::new(timeout);
+            let reply = connection
+                .call::<std::convert::Infallible>(Message::ReadIndexRequest, &option, RPCTypes::AppendEntries)
+                .await
+                .map_err(|e| e.to_string())?;
+            match reply {
+                Message::ReadIndexResponse(read) => {
+                    *kept = Some(connection);
+                    Ok(read)
+                }
+                other => Err(format!("{} instead of a read index reply", other.name())),
+            }
+        })
     }
 }
 
@@ -509,6 +555,10 @@ async fn answer(raft: &Raft<Larch>, request: Message) -> Result<Message, &'stati
         },
         Message::InstallSnapshotRequest(r) => match raft.install_snapshot(r).await {
             Ok(reply) => Message::InstallSnapshotResponse(reply),
+            Err(e) => Message::RemoteError(RemoteFailure::from_raft_error(&e)),
+        },
+        Message::ReadIndexRequest => match raft.get_read_log_id().await {
+            Ok((read, _applied)) => Message::ReadIndexResponse(read),
             Err(e) => Message::RemoteError(RemoteFailure::from_raft_error(&e)),
         },
         other => return Err(other.name()),

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use larch_cluster::network::memory::Router;
+use larch_cluster::network::ReadIndex;
 use larch_cluster::types::Larch;
 use larch_cluster::{ClusterNode, Timing};
 use larch_model::dn::NormDn;
@@ -198,7 +199,7 @@ async fn start_node(router: &Router, id: u64, storage: FaultStorage, timing: Tim
 
 /// Starts node `id` on `storage` with any transport; making it reachable is the caller's
 /// part.
-pub async fn start_node_with<N: RaftNetworkFactory<Larch>>(
+pub async fn start_node_with<N: RaftNetworkFactory<Larch> + ReadIndex + Clone>(
     id: u64,
     storage: FaultStorage,
     network: N,
@@ -207,7 +208,7 @@ pub async fn start_node_with<N: RaftNetworkFactory<Larch>>(
 }
 
 /// [`start_node_with`] with `timing`.
-pub async fn start_node_timed<N: RaftNetworkFactory<Larch>>(
+pub async fn start_node_timed<N: RaftNetworkFactory<Larch> + ReadIndex + Clone>(
     id: u64,
     storage: FaultStorage,
     network: N,

@@ -13,8 +13,12 @@
 //!    `cluster.members` is created;
 //! 5. the directory's set-up, made by the first leader ([`setup`]).
 //!
+//! With `cluster.reads = "linearizable"`, searches and compares wait for the leader's
+//! read index first ([`reads`]).
+//!
 //! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
 
+pub mod reads;
 pub mod setup;
 pub mod tls;
 

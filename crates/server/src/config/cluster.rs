@@ -14,6 +14,9 @@
 //! - `cluster.snapshot_after_entries` (100,000): a node writes a snapshot after this many
 //!   log entries were applied since its last one, and purges its log up to
 //!   [`log_kept_after_snapshot`] entries before it;
+//! - `cluster.reads` (`"local"`): `"linearizable"` makes every search and compare of the
+//!   directory's data wait until this node holds every write acknowledged before it
+//!   (`crate::cluster::reads`); `"local"` reads what the node holds;
 //! - `[[cluster.members]]`: every node, this one included: `id`, `raft` (`host:port` where
 //!   its Raft transport listens), `ldap_url` (where clients reach it: a follower refers
 //!   writes there when that node leads).
@@ -55,6 +58,8 @@ pub struct ClusterSettings {
     pub members: Vec<ClusterMember>,
     /// `cluster.snapshot_after_entries`.
     pub snapshot_after_entries: u64,
+    /// `cluster.reads = "linearizable"`.
+    pub linearizable_reads: bool,
 }
 
 /// One `[[cluster.members]]` table.
@@ -78,6 +83,7 @@ pub(crate) struct RawCluster {
     pub tls: Option<bool>,
     pub members: Option<Vec<RawMember>>,
     pub snapshot_after_entries: Option<u64>,
+    pub reads: Option<String>,
 }
 
 /// `[[cluster.members]]` as written.
@@ -154,8 +160,19 @@ impl ClusterSettings {
                 format!("{snapshot_after_entries}: at least {MIN_SNAPSHOT_AFTER_ENTRIES}"),
             ));
         }
+        let linearizable_reads = match raw.reads.as_deref() {
+            None | Some("local") => false,
+            Some("linearizable") => true,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    "cluster.reads",
+                    format!("`{other}`: write \"local\" or \"linearizable\""),
+                ))
+            }
+        };
         Ok(ClusterSettings {
             node_id,
+            linearizable_reads,
             listen,
             bootstrap: raw.bootstrap.unwrap_or(false),
             tls: raw.tls.unwrap_or(false),
@@ -242,6 +259,13 @@ mod tests {
             (raw(4, vec![member(1), member(2)]), "cluster.node_id"),
             (raw(1, vec![]), "cluster.members"),
             (raw(1, vec![member(1), member(1)]), "cluster.members"),
+            (
+                RawCluster {
+                    reads: Some("fresh".into()),
+                    ..raw(1, vec![member(1)])
+                },
+                "cluster.reads",
+            ),
             (
                 RawCluster {
                     snapshot_after_entries: Some(3),

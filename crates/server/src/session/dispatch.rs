@@ -152,7 +152,10 @@ impl Session {
             }
             ProtocolOp::SearchRequest(req) => self.search(trace, &req, msg.controls, pdu, out).await,
             ProtocolOp::CompareRequest(req) => {
-                let reply = self.compare(&req, msg.controls);
+                let reply = match crate::cluster::reads::barrier(&self.dir, req.entry).await {
+                    Ok(()) => self.compare(&req, msg.controls),
+                    Err(e) => Reply::from(e),
+                };
                 self.complete(
                     &trace,
                     pdu,
@@ -332,6 +335,11 @@ impl Session {
         pdu: &[u8],
         out: &mut Vec<u8>,
     ) {
+        if let Err(e) = crate::cluster::reads::barrier(&self.dir, req.base).await {
+            let reply = Reply::from(e);
+            let ending = Ending::reply(op_tag::SEARCH_RESULT_DONE, &reply);
+            return self.complete(&trace, pdu, None, out, ending);
+        }
         let version = self.reader.current().clone();
         let prepared = RequestControls::parse(controls, OpKind::Search).and_then(|controls| {
             let identity = self.effective_identity(&controls, &version)?;
