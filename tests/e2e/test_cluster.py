@@ -10,6 +10,8 @@
 - With `cluster.reads = "linearizable"`, a search on a follower right after a write was
   acknowledged by the leader finds it; with the majority gone, a node refuses to read its
   data (unavailable) but still answers cn=Monitor.
+- A node that starts to lead raises its CSNs past the newest in the directory: the
+  entryCSN of a write after a failover follows the one before it.
 - kill -9 of the leader at random moments while a client writes (20 cycles in CI;
   CLUSTER_CYCLES=N for the long form): a new leader within a bounded time, every
   acknowledged write on every node, all nodes converging to the same entries.
@@ -318,6 +320,37 @@ def test_linearizable_reads_on_followers_see_every_acknowledged_write(request):
             time.sleep(0.2)
     finally:
         cluster.close()
+
+
+def entry_csn(srv, i):
+    conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw)
+    try:
+        conn.search(f"cn=p{i},ou=people,{BASE}", "(objectClass=*)", search_scope=ldap3.BASE,
+                    attributes=["entryCSN"])
+        return conn.entries[0].entry_attributes_as_dict["entryCSN"][0]
+    finally:
+        conn.unbind()
+
+
+def test_a_new_leaders_csns_follow_the_newest_in_the_directory(cluster):
+    first = cluster.leader()
+    cluster.set_up()
+    ldaputil.ldapadd_ok(first, ldaputil.ldif_entry(f"ou=people,{BASE}",
+                                                   {"objectClass": "organizationalUnit", "ou": "people"}))
+    assert add_on_leader(cluster, 1) == 0
+    before = entry_csn(cluster.leader(), 1)
+    first = cluster.leader()
+    first.kill9()
+    assert add_on_leader(cluster, 2) == 0
+    second = cluster.leader()
+    after = entry_csn(second, 2)
+    assert after > before, (before, after)
+    # The same server ID: one provider's CSNs.
+    assert after.split("#")[2] == before.split("#")[2], (before, after)
+    lines = [line for line in second.stderr_tail().splitlines() if "this node leads" in line]
+    assert lines and before in lines[-1], lines
+    first.start()
+    assert len(converge(cluster)) == 3
 
 
 def cluster_status(larch_bin, srv):

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use larch_store::consensus::{Applied, Leadership, ReplicateError, Replicator, WriteBatch};
@@ -111,6 +112,7 @@ pub struct ClusterNode {
     state_machine: StateMachine,
     client_urls: ClientUrls,
     read_barrier: ReadBarrier,
+    on_lead: Arc<OnceLock<LeadHook>>,
 }
 
 impl std::fmt::Debug for ClusterNode {
@@ -123,6 +125,10 @@ impl std::fmt::Debug for ClusterNode {
 
 /// Where clients reach each node (its LDAP URL), for the referrals of a follower.
 type ClientUrls = Arc<std::sync::RwLock<BTreeMap<NodeId, String>>>;
+
+/// What a node does when it starts to lead, before its first write of the term
+/// ([`ClusterNode::set_on_lead`]).
+pub type LeadHook = Arc<dyn Fn(Leadership) + Send + Sync>;
 
 impl ClusterNode {
     /// Starts node `id` on `store` (opened with `replicated` set) with `network`, its Raft
@@ -152,12 +158,15 @@ impl ClusterNode {
             .await
             .map_err(|e| ClusterError::Raft(e.to_string()))?;
         let client_urls = ClientUrls::default();
+        let on_lead = Arc::new(OnceLock::new());
         let proposer = Proposer {
             id,
             raft: raft.clone(),
             handle: Handle::current(),
             timeout: timing.commit_timeout,
             client_urls: Arc::clone(&client_urls),
+            on_lead: Arc::clone(&on_lead),
+            led_term: AtomicU64::new(0),
         };
         if !store.set_replicator(Arc::new(proposer)) {
             let _ = raft.shutdown().await;
@@ -169,6 +178,7 @@ impl ClusterNode {
             raft,
             state_machine,
             client_urls,
+            on_lead,
         })
     }
 
@@ -227,6 +237,14 @@ impl ClusterNode {
         *self.client_urls.write().unwrap_or_else(|e| e.into_inner()) = urls;
     }
 
+    /// Sets what this node does each time it starts to lead: `hook` runs on the store's
+    /// writer thread before the first write of each term it leads, once the node has
+    /// applied every entry of the terms before (a new leader raising its CSN generator to
+    /// its predecessors' last CSN, say). `false` if a hook was set already.
+    pub fn set_on_lead(&self, hook: LeadHook) -> bool {
+        self.on_lead.set(hook).is_ok()
+    }
+
     /// This node's number.
     pub fn id(&self) -> NodeId {
         self.id
@@ -276,9 +294,23 @@ struct Proposer {
     handle: Handle,
     timeout: Duration,
     client_urls: ClientUrls,
+    on_lead: Arc<OnceLock<LeadHook>>,
+    /// The last term whose first write ran the lead hook.
+    led_term: AtomicU64,
 }
 
 impl Proposer {
+    /// Runs the lead hook before the first write of a term this node leads.
+    fn starting_to_lead(&self, leadership: Leadership) -> Leadership {
+        if self.led_term.load(Ordering::Acquire) != leadership.term {
+            if let Some(hook) = self.on_lead.get() {
+                hook(leadership);
+            }
+            self.led_term.store(leadership.term, Ordering::Release);
+        }
+        leadership
+    }
+
     fn not_leader(&self, metrics: &RaftMetrics<NodeId, BasicNode>) -> ReplicateError {
         ReplicateError::NotLeader {
             leader: metrics.current_leader.and_then(|l| self.client_url(l, metrics)),
@@ -311,7 +343,7 @@ impl Replicator for Proposer {
         };
         let last = metrics.last_log_index;
         if metrics.last_applied.map(|l| l.index) >= last {
-            return Ok(leadership);
+            return Ok(self.starting_to_lead(leadership));
         }
         // A new leader applies the entries of earlier terms once its blank entry commits.
         self.handle
@@ -320,7 +352,7 @@ impl Replicator for Proposer {
                     .wait(Some(self.timeout))
                     .applied_index_at_least(last, "the leader applies its log"),
             )
-            .map(|_| leadership)
+            .map(|_| self.starting_to_lead(leadership))
             .map_err(|e| ReplicateError::Unavailable(e.to_string()))
     }
 

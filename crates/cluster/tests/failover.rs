@@ -2,7 +2,8 @@
 //! within a bounded time, no acknowledged write lost, every node converging), a leader
 //! cut off from the majority (it commits nothing; the majority goes on; healing
 //! converges), messages dropped and delayed, and a node replaced by a new one that
-//! catches up from the log.
+//! catches up from the log; a new leader runs its lead hook once per term, after applying
+//! every earlier write.
 //!
 //! `LARCH_CLUSTER_CYCLES` sets the number of leader kills (20 by default, the CI form);
 //! the long form runs `LARCH_CLUSTER_CYCLES=200 cargo test -p larch-cluster --release
@@ -317,5 +318,44 @@ async fn a_restarted_node_serves_what_it_had_before_it_hears_from_a_leader() {
     }
     cluster.router.heal();
     cluster.converged(Duration::from_secs(10)).await;
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_leader_runs_its_lead_hook_once_per_term_after_applying_every_earlier_write() {
+    let mut cluster = Cluster::start(3, 8).await;
+    // (node, term, entries the node's store held when the hook ran)
+    let runs: Arc<Mutex<Vec<(u64, u64, usize)>>> = Arc::default();
+    for (id, node) in &cluster.nodes {
+        let (id, store, runs) = (*id, node.store.clone(), Arc::clone(&runs));
+        node.node.set_on_lead(Arc::new(move |leadership| {
+            let held = store.current().len();
+            runs.lock().unwrap().push((id, leadership.term, held));
+        }));
+    }
+    let first = cluster.leader(Duration::from_secs(5)).await;
+    let store = cluster.nodes[&first].store.clone();
+    add_suffix(&store).await;
+    for i in 0..10 {
+        write(&store, add(&format!("h{i}"), "v")).await.unwrap().unwrap();
+    }
+    assert_eq!(
+        runs.lock().unwrap().len(),
+        1,
+        "one term, one run: {:?}",
+        runs.lock().unwrap()
+    );
+    cluster.kill(first).await;
+    let second = cluster.leader(Duration::from_secs(10)).await;
+    let store = cluster.nodes[&second].store.clone();
+    write(&store, add("after", "v")).await.unwrap().unwrap();
+    write(&store, add("after2", "v")).await.unwrap().unwrap();
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let (node, term, held) = runs[1];
+    assert_eq!(node, second);
+    assert!(term > runs[0].1);
+    // The suffix and the ten writes of the term before were applied when it ran.
+    assert_eq!(held, 11, "{runs:?}");
     cluster.stop().await;
 }

@@ -14,10 +14,12 @@
 //! 5. the directory's set-up, made by the first leader ([`setup`]).
 //!
 //! With `cluster.reads = "linearizable"`, searches and compares wait for the leader's
-//! read index first ([`reads`]).
+//! read index first ([`reads`]). A node that starts to lead raises its CSN generator to
+//! the newest CSN in the directory ([`csn`]).
 //!
 //! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
 
+pub mod csn;
 pub mod reads;
 pub mod setup;
 pub mod tls;
@@ -83,6 +85,7 @@ pub async fn start(dir: Arc<Directory>) -> Result<ClusterRun, String> {
             .map(|m| (m.id, m.ldap_url.clone()))
             .collect(),
     );
+    csn::raise_when_leading(&dir, &node);
     let node = Arc::new(node);
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await

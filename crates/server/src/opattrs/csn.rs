@@ -25,7 +25,7 @@ use std::fmt;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use super::time::{unix_micros, UtcTime, MAX_UNIX_MICROS};
+use super::time::{days_from_civil, unix_micros, UtcTime, MAX_UNIX_MICROS};
 
 /// The largest change count: six hex digits.
 pub const MAX_COUNT: u32 = 0xff_ffff;
@@ -124,5 +124,93 @@ impl CsnGenerator {
         last.count = count;
         drop(last);
         Csn::from_parts(micros, count, self.sid)
+    }
+
+    /// Makes every later CSN greater than `csn` (text form, any server ID): a cluster node
+    /// that starts to lead raises its generator to the greatest CSN its predecessors
+    /// issued, so its changes follow theirs even when its clock is behind theirs. A text
+    /// that is not a CSN changes nothing (and says so).
+    pub fn observe(&self, csn: &str) -> bool {
+        let Some((micros, count)) = parse_time_and_count(csn) else {
+            return false;
+        };
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.micros.is_none_or(|m| (micros, count) > (m, last.count)) {
+            last.micros = Some(micros);
+            last.count = count;
+        }
+        true
+    }
+}
+
+/// The time (microseconds since the epoch) and change count of a CSN's text form,
+/// `YYYYmmddHHMMSS.uuuuuuZ#count#sid#mod`.
+fn parse_time_and_count(csn: &str) -> Option<(u64, u32)> {
+    let mut fields = csn.split('#');
+    let time = fields.next()?.as_bytes();
+    let count = u32::from_str_radix(fields.next()?, 16).ok()?;
+    if time.len() != 22 || time.get(14) != Some(&b'.') || time.get(21) != Some(&b'Z') {
+        return None;
+    }
+    let number = |from: usize, to: usize| -> Option<u64> {
+        let digits = std::str::from_utf8(time.get(from..to)?).ok()?;
+        digits
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| digits.parse().ok())?
+    };
+    let as_u32 = |n: u64| u32::try_from(n).ok();
+    let days = days_from_civil(
+        as_u32(number(0, 4)?)?,
+        as_u32(number(4, 6)?)?,
+        as_u32(number(6, 8)?)?,
+    )?;
+    let (hour, minute, second) = (number(8, 10)?, number(10, 12)?, number(12, 14)?);
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
+    Some((seconds * 1_000_000 + number(15, 21)?, count))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    #[test]
+    fn a_csn_read_back_gives_its_time_and_count() {
+        for micros in [0u64, 1_234_567, 1_795_000_000_123_456, 4_102_444_799_999_999] {
+            for count in [0u32, 1, 0xab, MAX_COUNT] {
+                let csn = Csn::from_parts(micros, count, 7);
+                assert_eq!(parse_time_and_count(csn.as_str()), Some((micros, count)), "{csn}");
+            }
+        }
+        for bad in [
+            "",
+            "x",
+            "20261127183512Z#000000#001#000000",
+            "20261327183512.000000Z#000000#001#000000",
+        ] {
+            assert_eq!(parse_time_and_count(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_generator_raised_to_a_later_csn_issues_after_it() {
+        let g = CsnGenerator::new(1).unwrap();
+        let now = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        let first = g.next(now);
+        // Another node, its clock an hour ahead, issued this one.
+        let theirs = Csn::from_parts(unix_micros(now) + 3_600_000_000, 5, 2);
+        assert!(g.observe(theirs.as_str()));
+        let next = g.next(now);
+        assert!(next > theirs && next > first, "{next} after {theirs}");
+        assert_eq!(next, Csn::from_parts(unix_micros(now) + 3_600_000_000, 6, 1));
+        // An older CSN lowers nothing.
+        assert!(g.observe(first.as_str()));
+        assert!(g.next(now) > next);
+        assert!(!g.observe("not a csn"));
     }
 }

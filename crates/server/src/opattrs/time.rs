@@ -125,3 +125,19 @@ pub fn civil_from_days(days: u64) -> (u32, u32, u32) {
     // The caller clamps `days` to year 9999, so the year fits in u32.
     (u32::try_from(year).unwrap_or(u32::MAX), month as u32, day as u32)
 }
+
+/// The count of days since 1970-01-01 of a proleptic Gregorian date from 1970 on (the
+/// inverse of [`civil_from_days`]); `None` for a date before 1970 or a month or day out of
+/// range.
+pub fn days_from_civil(year: u32, month: u32, day: u32) -> Option<u64> {
+    if year < 1970 || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let y = u64::from(year) - u64::from(month <= 2);
+    let era = y / 400;
+    let yoe = y - era * 400; // 0..=399
+    let mp = if month > 2 { month - 3 } else { month + 9 }; // March-based month, 0..=11
+    let doy = (153 * u64::from(mp) + 2) / 5 + u64::from(day) - 1; // 0..=365
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy; // 0..=146096
+    (era * 146_097 + doe).checked_sub(719_468)
+}
