@@ -4,6 +4,7 @@
 #
 #   bench/cluster.sh --bin PATH [--entries N] [--duration S] [--warmup S] [--rounds N]
 #                    [--workloads "modify-d1 modify search-d1"] [--toml TEXT]
+#                    [--cluster-toml TEXT]
 #
 # What it does:
 #   1. `larch gen` N entries (seeded); a single server and three cluster nodes on 127.0.0.1
@@ -21,9 +22,11 @@
 # --toml TEXT is added to every server's configuration (e.g. '[store]\nsync = "none"' to
 # see what the disk's fsyncs cost). Workloads: modify-d1 (16 connections, one modify in flight each), modify (8 x 8
 # pipelined), search-d1 (16 x 1, (cn=...) returning no attributes).
+# --cluster-toml TEXT is added to the cluster nodes' [cluster] table (e.g.
+# 'reads = "linearizable"' to see what a follower's linearizable reads cost).
 # Servers are stopped by PID at the end. Loopback only.
 set -euo pipefail
-bin= entries=2000 duration=5 warmup=1 rounds=3 extra=
+bin= entries=2000 duration=5 warmup=1 rounds=3 extra= cluster_extra=
 workloads="modify-d1 modify search-d1"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --toml) extra=$2; shift 2 ;;
+    --cluster-toml) cluster_extra=$2; shift 2 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -81,8 +85,8 @@ for i in 1 2 3; do
   d=$work/node$i
   mkdir -p "$d"
   boot=false; [ "$i" = 1 ] && boot=true
-  printf '[server]\nlisten = ["ldap://127.0.0.1:%s"]\ndata_dir = "data"\n\n[directory]\nsuffix = "%s"\nadmin_dn = "%s"\n\n[access_log]\nenabled = false\n%b\n\n[cluster]\nnode_id = %s\nbootstrap = %s\n%b\n' \
-    "${ldap_port[$i]}" "$suffix" "$rootdn" "$extra" "$i" "$boot" "$members" >"$d/larch.toml"
+  printf '[server]\nlisten = ["ldap://127.0.0.1:%s"]\ndata_dir = "data"\n\n[directory]\nsuffix = "%s"\nadmin_dn = "%s"\n\n[access_log]\nenabled = false\n%b\n\n[cluster]\nnode_id = %s\nbootstrap = %s\n%b\n%b\n' \
+    "${ldap_port[$i]}" "$suffix" "$rootdn" "$extra" "$i" "$boot" "$cluster_extra" "$members" >"$d/larch.toml"
   LARCH_ADMIN_PASSWORD=$rootpw "$bin" serve --config "$d/larch.toml" >"$d/serve.log" 2>&1 &
   node_pid[$i]=$!
   pids+=("$!")

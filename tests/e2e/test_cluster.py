@@ -77,6 +77,15 @@ class Cluster:
         for srv in self.nodes.values():
             srv.wait_ready()
 
+    def start_with_people(self):
+        """Starts the nodes, waits for the set-up, adds ou=people; returns the leader."""
+        self.start()
+        leader = self.leader()
+        self.set_up()
+        ldaputil.ldapadd_ok(leader, ldaputil.ldif_entry(f"ou=people,{BASE}",
+                                                        {"objectClass": "organizationalUnit", "ou": "people"}))
+        return leader
+
     def close(self):
         statuses = [(s.node_id, s.stop(), s.stderr_tail()) for s in self.nodes.values() if s.alive()]
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -246,11 +255,7 @@ def add_on_leader(cluster, i):
 def test_a_node_behind_the_purged_log_is_sent_the_leaders_snapshot(request):
     cluster = Cluster(request.config.getoption("--larch-bin"), cluster_toml="snapshot_after_entries = 20\n")
     try:
-        cluster.start()
-        leader = cluster.leader()
-        cluster.set_up()
-        ldaputil.ldapadd_ok(leader, ldaputil.ldif_entry(f"ou=people,{BASE}",
-                                                        {"objectClass": "organizationalUnit", "ou": "people"}))
+        leader = cluster.start_with_people()
         converge(cluster)
         behind = next(s for s in cluster.nodes.values() if s is not leader)
         behind.kill9()
@@ -290,11 +295,7 @@ def search_person(srv, i):
 def test_linearizable_reads_on_followers_see_every_acknowledged_write(request):
     cluster = Cluster(request.config.getoption("--larch-bin"), cluster_toml='reads = "linearizable"\n')
     try:
-        cluster.start()
-        leader = cluster.leader()
-        cluster.set_up()
-        ldaputil.ldapadd_ok(leader, ldaputil.ldif_entry(f"ou=people,{BASE}",
-                                                        {"objectClass": "organizationalUnit", "ou": "people"}))
+        leader = cluster.start_with_people()
         followers = [s for s in cluster.nodes.values() if s is not leader]
         for i in range(30):
             assert add_on_leader(cluster, i) == 0

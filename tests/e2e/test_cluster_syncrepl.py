@@ -7,7 +7,6 @@ Every process is signalled by its PID only.
 
 import pytest
 
-import ldaputil
 from test_cluster import BASE, Cluster, add_on_leader
 from test_syncrepl_provider import SlapdConsumer, assert_converges, follow
 
@@ -18,11 +17,7 @@ def test_a_slapd_consumer_and_a_cookie_follow_the_cluster_across_a_failover(requ
     cluster = Cluster(request.config.getoption("--larch-bin"))
     consumer = None
     try:
-        cluster.start()
-        leader = cluster.leader()
-        cluster.set_up()
-        ldaputil.ldapadd_ok(leader, ldaputil.ldif_entry(f"ou=people,{BASE}",
-                                                        {"objectClass": "organizationalUnit", "ou": "people"}))
+        leader = cluster.start_with_people()
         follower = next(s for s in cluster.nodes.values() if s is not leader)
         consumer = SlapdConsumer(follower)
         consumer.start()

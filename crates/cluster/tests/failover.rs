@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{add, add_suffix, address, apply, content, surely_not_applied, write, Cluster, Op, SUFFIX};
+use common::{add, add_suffix, apply, content, surely_not_applied, write, Cluster, Op, SUFFIX};
 use larch_cluster::network::memory::Faults;
 use larch_store::{Store, StoreError};
 
@@ -253,19 +253,8 @@ async fn a_replaced_node_catches_up_from_the_log() {
     for i in 0..30 {
         write(&store, add(&format!("r{i}"), "v")).await.unwrap().unwrap();
     }
-    // A follower's machine is lost: it leaves the cluster, and a new node (empty) joins.
-    let gone = cluster.ids.iter().copied().find(|id| *id != leader).unwrap();
-    cluster.kill(gone).await;
-    cluster.down.remove(&gone);
-    cluster.nodes[&leader].node.remove_node(gone).await.unwrap();
-    cluster.ids.retain(|id| *id != gone);
-    cluster.add_fresh(4).await;
-    cluster.nodes[&leader]
-        .node
-        .add_node(4, &address(4))
-        .await
-        .unwrap();
-    cluster.ids.push(4);
+    // A follower's disk is lost: a new node (empty) joins in its place.
+    let gone = cluster.replace_a_follower(leader, 4).await;
     for i in 30..40 {
         write(&store, add(&format!("r{i}"), "v")).await.unwrap().unwrap();
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{add, add_suffix, address, content, snapshot_timing, write, Cluster};
+use common::{add, add_suffix, content, snapshot_timing, write, Cluster};
 use larch_store::storage::{FaultStorage, Storage};
 use larch_store::wal::parse_segment_name;
 use larch_store::{FeedError, FeedStart};
@@ -187,20 +187,8 @@ async fn a_wiped_node_added_again_catches_up_by_snapshot_and_log() {
     })
     .await;
 
-    // A follower's disk is lost: it leaves the cluster and comes back empty, under a new
-    // number (a node's number is never reused once its data is gone).
-    let gone = cluster.ids.iter().copied().find(|id| *id != leader).unwrap();
-    cluster.kill(gone).await;
-    cluster.down.remove(&gone);
-    cluster.nodes[&leader].node.remove_node(gone).await.unwrap();
-    cluster.ids.retain(|id| *id != gone);
-    cluster.add_fresh(4).await;
-    cluster.nodes[&leader]
-        .node
-        .add_node(4, &address(4))
-        .await
-        .unwrap();
-    cluster.ids.push(4);
+    // A follower's disk is lost: a new node (empty) joins in its place.
+    cluster.replace_a_follower(leader, 4).await;
     for i in 120..130 {
         write(&store, add(&format!("w{i}"), "v")).await.unwrap().unwrap();
     }

@@ -313,6 +313,25 @@ impl Cluster {
         self.nodes.insert(id, node);
     }
 
+    /// A follower's disk is lost: it leaves the cluster (through `leader`) and a new node
+    /// `new_id` on empty storage joins in its place (a node's number is never reused once
+    /// its data is gone). Returns the follower's number.
+    pub async fn replace_a_follower(&mut self, leader: u64, new_id: u64) -> u64 {
+        let gone = self.ids.iter().copied().find(|id| *id != leader).unwrap();
+        self.kill(gone).await;
+        self.down.remove(&gone);
+        self.nodes[&leader].node.remove_node(gone).await.unwrap();
+        self.ids.retain(|id| *id != gone);
+        self.add_fresh(new_id).await;
+        self.nodes[&leader]
+            .node
+            .add_node(new_id, &address(new_id))
+            .await
+            .unwrap();
+        self.ids.push(new_id);
+        gone
+    }
+
     /// Waits until every running node has applied as far as the leader and all hold the
     /// same content; returns it.
     pub async fn converged(&self, within: Duration) -> BTreeMap<String, String> {
