@@ -22,6 +22,7 @@ use crate::acl::ops::check_bind;
 use crate::acl::proxy::proxied_identity;
 use crate::auth::confidentiality;
 use crate::auth::policy::PolicyReport;
+use crate::cluster::forward;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::directory::Directory;
 use crate::error::OpError;
@@ -103,6 +104,15 @@ impl ResponseSink for InlineSink<'_> {
 }
 
 impl Session {
+    /// Where write `t` goes: to a replica's provider (`read_only`), to a cluster's leader
+    /// (`cluster::forward`), or run here.
+    fn route_write(&self, t: &WriteTarget<'_>, controls: Option<&SeqOf<'_, Control<'_>>>) -> Route {
+        match read_only::route_write_text(&self.dir.replication, &self.dir.schema, t.dn, t.new_superior) {
+            Route::Local => forward::route_write_text(&self.dir, t.dn, forward::is_forwarded(controls)),
+            elsewhere => elsewhere,
+        }
+    }
+
     /// Runs one decoded request, `pdu` its octets.
     pub(super) async fn dispatch(&mut self, msg: LdapMessage<'_>, pdu: &[u8], out: &mut Vec<u8>) {
         let id = msg.message_id;
@@ -118,7 +128,7 @@ impl Session {
             return self.complete(&trace, pdu, None, out, Ending::reply(response, &reply));
         }
         if let Some(t) = write_target(&msg.op) {
-            match read_only::route_write_text(&self.dir.replication, &self.dir.schema, t.dn, t.new_superior) {
+            match self.route_write(&t, msg.controls.as_ref()) {
                 Route::Local => {}
                 Route::Refer(e) => {
                     let response = response_tag(msg.op.tag()).unwrap_or(op_tag::MODIFY_RESPONSE);
