@@ -182,3 +182,23 @@ pub fn route_write_text(dir: &Directory, dn_text: &[u8], forwarded: bool) -> Rou
     let dn = NormDn::from_text(dn_text, &*dir.schema).ok();
     route_write(dir, dn.as_ref(), forwarded)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use larch_proto::controls::oid;
+
+    #[test]
+    fn only_the_forwarded_control_marks_a_write() {
+        let control = |o: &'static str| Control {
+            oid: o.as_bytes(),
+            critical: false,
+            value: None,
+        };
+        let marked = [control(oid::POST_READ), control(FORWARDED)];
+        let unmarked = [control(oid::POST_READ), control(oid::PROXIED_AUTHZ)];
+        assert!(is_forwarded(Some(&SeqOf::from_items(&marked))));
+        assert!(!is_forwarded(Some(&SeqOf::from_items(&unmarked))));
+        assert!(!is_forwarded(None));
+    }
+}
