@@ -6,19 +6,20 @@
 //! A client's write on a cluster node, in steps:
 //! 1. the session routes it before running it ([`route_write_text`], [`route_write`]), on
 //!    the node's role now: when this node leads, or knows of no leader (an election), the
-//!    write runs here (a write during an election gets `unavailable` (52), as on a
-//!    single-node failure); a write that already carries the [`FORWARDED`] control came
-//!    from a follower and runs here too, whatever this node's role, so a write is forwarded
-//!    at most once (a node that no longer leads answers it with a referral to the leader
-//!    it knows, passed back to the client as it is);
+//!    write runs here (during an election the store refuses it: `unavailable`, 52); a
+//!    write that already carries the [`FORWARDED`] control came from a follower and runs
+//!    here too, whatever this node's role, so a write is forwarded at most once (a node
+//!    that no longer leads answers it with a referral to the leader it knows, passed back
+//!    to the client as it is);
 //! 2. a write to a DN outside the directory's suffixes runs here (the answer is the same
 //!    on every node);
 //! 3. otherwise it goes to the leader's `ldap_url` (`[[cluster.members]]`) through the
 //!    chain to that URL: one pool of bound connections per leader, made at the first write
-//!    it leads for, replaced when another node leads, dropped once this node leads; the
-//!    client's identity travels as a Proxied Authorization control, so the leader applies
-//!    its access rules to the client. `cluster.bind_dn` must be allowed to proxy on the
-//!    leader (the administrator may; `[access_proxy]` for others);
+//!    it leads for, replaced when another node leads, dropped at the first write that
+//!    finds this node leading or no leader known; the client's identity travels as a
+//!    Proxied Authorization control, so the leader applies its access rules to the client.
+//!    `cluster.bind_dn` must be allowed to proxy on the leader (the administrator may;
+//!    `[access_proxy]` for others);
 //! 4. the leader's answer (result, controls, referral) is the client's.
 //!
 //! A write routed to run here on a node that stops leading meanwhile fails in the store
