@@ -178,8 +178,8 @@ pub struct Directory {
     /// This server's cluster node, once it runs (`[cluster]`, see [`crate::cluster`]).
     pub cluster: std::sync::OnceLock<std::sync::Arc<larch_cluster::ClusterNode>>,
     /// A cluster node's forwarding of client writes to the leader, once the node runs,
-    /// when `cluster.writes` forwards (see [`crate::cluster::forward`]).
-    pub cluster_forwarding: std::sync::OnceLock<crate::cluster::forward::Forwarding>,
+    /// when `cluster.writes` forwards (see [`crate::forwarding`]).
+    pub cluster_forwarding: std::sync::OnceLock<crate::forwarding::Forwarding>,
 }
 
 impl Directory {

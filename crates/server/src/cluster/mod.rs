@@ -1,7 +1,7 @@
 //! This server as a node of a cluster (`[cluster]`, `docs/cluster.md`): the store's log is
 //! the cluster's replicated log (`larch_cluster`), writes are made on the leader and
 //! applied by every node, and a follower forwards a client's write to the leader
-//! ([`forward`]), or refers it there (`crate::error`'s mapping of
+//! ([`crate::forwarding`]), or refers it there (`crate::error`'s mapping of
 //! [`ReplicateError::NotLeader`]).
 //!
 //! Starting, in steps ([`start`]):
@@ -13,12 +13,11 @@
 //! 4. with `cluster.bootstrap`, on a node whose log is empty: the cluster of
 //!    `cluster.members` is created;
 //! 5. the forwarding of client writes to the leader, when `cluster.writes` says so
-//!    ([`forward`]);
+//!    ([`crate::forwarding`]);
 //! 6. the directory's set-up, made by the first leader ([`setup`]).
 //!
 //! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
 
-pub mod forward;
 pub mod setup;
 pub mod tls;
 
@@ -34,6 +33,7 @@ use tracing::{info, warn};
 
 use crate::config::cluster::{ClusterSettings, ClusterWrites};
 use crate::directory::Directory;
+use crate::forwarding::Forwarding;
 
 /// The directory below the data directory that holds the node's vote and committed hint
 /// (`larch_cluster::raft_state`, `larch_cluster::log_store`).
@@ -127,7 +127,7 @@ fn forward_writes(
     match &settings.writes {
         ClusterWrites::Forward(f) => {
             let forwarding =
-                forward::Forwarding::new(Arc::clone(node), settings, f, dir.config.limits.max_pdu_bytes)?;
+                Forwarding::new(Arc::clone(node), settings, f, dir.config.limits.max_pdu_bytes)?;
             let _ = dir.cluster_forwarding.set(forwarding);
             info!(bind_dn = %f.bind_dn, "cluster: a follower forwards client writes to the leader");
         }

@@ -15,7 +15,7 @@
 //!   its Raft transport listens), `ldap_url` (where clients reach it: a follower forwards
 //!   or refers writes there when that node leads);
 //! - `cluster.writes` (`"forward"`; `"refer"`): what a follower does with a client's write:
-//!   forwards it to the leader on the client's behalf (`crate::cluster::forward`), or
+//!   forwards it to the leader on the client's behalf (`crate::forwarding`), or
 //!   answers with a referral to the leader;
 //! - `cluster.bind_dn` and exactly one of `cluster.credentials` or
 //!   `cluster.credentials_file` (a file whose first line is the password): the simple Bind

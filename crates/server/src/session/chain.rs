@@ -1,6 +1,6 @@
 //! A client write chained to the provider on a replica (`writes = "chain"`,
 //! [`crate::syncrepl::chain`]), or forwarded to the leader on a cluster's follower
-//! ([`crate::cluster::forward`]).
+//! ([`crate::forwarding`]).
 //!
 //! Steps:
 //! 1. the request's controls are read and checked for its kind, the confidentiality policy

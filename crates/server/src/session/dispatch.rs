@@ -22,10 +22,10 @@ use crate::acl::ops::check_bind;
 use crate::acl::proxy::proxied_identity;
 use crate::auth::confidentiality;
 use crate::auth::policy::PolicyReport;
-use crate::cluster::forward;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::directory::Directory;
 use crate::error::OpError;
+use crate::forwarding;
 use crate::identity::Identity;
 use crate::lookup::referral_above_text;
 use crate::ops::{self, WriteContext};
@@ -105,10 +105,16 @@ impl ResponseSink for InlineSink<'_> {
 
 impl Session {
     /// Where write `t` goes: to a replica's provider (`read_only`), to a cluster's leader
-    /// (`cluster::forward`), or run here.
+    /// (`forwarding`), or run here.
     fn route_write(&self, t: &WriteTarget<'_>, controls: Option<&SeqOf<'_, Control<'_>>>) -> Route {
         match read_only::route_write_text(&self.dir.replication, &self.dir.schema, t.dn, t.new_superior) {
-            Route::Local => forward::route_write_text(&self.dir, t.dn, forward::is_forwarded(controls)),
+            Route::Local => forwarding::route_write_text(
+                self.dir.cluster_forwarding.get(),
+                &self.dir.schema,
+                &self.dir.suffixes,
+                t.dn,
+                forwarding::is_forwarded(controls),
+            ),
             elsewhere => elsewhere,
         }
     }

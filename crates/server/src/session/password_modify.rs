@@ -8,7 +8,7 @@
 //!    connection's identity, or the one a Proxied Authorization control assumes, RFC 4370),
 //!    the target and the access on the current version; on a replica, a target inside a
 //!    replicated subtree is referred or chained to the provider (`crate::syncrepl`); on a
-//!    cluster's follower, the request is forwarded to the leader (`crate::cluster::forward`);
+//!    cluster's follower, the request is forwarded to the leader (`crate::forwarding`);
 //! 3. when an old password is given, the failed-bind throttle applies to the target entry
 //!    from the client's address as for a Bind of it (the old password is a guess like a
 //!    bind's): the check may be held back or refused, a wrong old password counts as a
@@ -30,9 +30,9 @@ use super::complete::{Ending, OpTrace};
 use super::dispatch::Controls;
 use super::Session;
 use crate::auth::confidentiality;
-use crate::cluster::forward;
 use crate::controls::{OpKind, RequestControls};
 use crate::error::OpError;
+use crate::forwarding;
 use crate::identity::Identity;
 use crate::ops::password_modify::{
     apply_password_modify, prepare_password_modify, FinishError, ReadyPasswordModify,
@@ -91,7 +91,7 @@ impl Session {
         req: ExtendedRequest<'_>,
         controls: Controls<'_>,
     ) -> Result<PasswordChange, OpError> {
-        let forwarded = forward::is_forwarded(controls.as_ref());
+        let forwarded = forwarding::is_forwarded(controls.as_ref());
         let controls = RequestControls::parse(controls, OpKind::Extended)?;
         confidentiality::require_tls(&self.dir, &self.client, "a Password Modify")?;
         let request = PasswordModifyRequest::decode_value(req.value)
@@ -111,7 +111,12 @@ impl Session {
             Some(prepared.target()),
             prepared.target().as_str(),
         ) {
-            Route::Local => forward::route_write(&self.dir, Some(prepared.target()), forwarded),
+            Route::Local => forwarding::route_write(
+                self.dir.cluster_forwarding.get(),
+                &self.dir.suffixes,
+                Some(prepared.target()),
+                forwarded,
+            ),
             elsewhere => elsewhere,
         };
         match route {

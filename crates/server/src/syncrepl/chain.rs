@@ -3,7 +3,7 @@
 //! forwarded to the provider on the client's behalf instead of being referred, as
 //! OpenLDAP's chain overlay does. The client sees the provider's answer; the change comes
 //! back through replication like any other. A cluster's follower forwards its clients'
-//! writes to the leader the same way (`crate::cluster::forward`): a [`Chain`] goes to one
+//! writes to the leader the same way (`crate::forwarding`): a [`Chain`] goes to one
 //! server (an [`Upstream`]: the provider, or the leader of the moment).
 //!
 //! A chained write, in steps:

@@ -1,7 +1,8 @@
-//! A follower forwards its clients' writes to the leader (`cluster.writes = "forward"`,
-//! the default once `cluster.bind_dn` and its password are set): clients may write to any
-//! node. The forwarding is a replica's chaining ([`crate::syncrepl::chain`]) aimed at the
-//! leader of the moment.
+//! A cluster's follower forwards its clients' writes to the leader
+//! (`cluster.writes = "forward"`, the default once `cluster.bind_dn` and its password are
+//! set): clients may write to any node. The forwarding is a replica's chaining
+//! ([`crate::syncrepl::chain`]) aimed at the leader of the moment; the cluster node
+//! ([`crate::cluster`]) sets it up at start, the session routes writes through it.
 //!
 //! A client's write on a cluster node, in steps:
 //! 1. the session routes it before running it ([`route_write_text`], [`route_write`]), on
@@ -33,12 +34,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use larch_cluster::ClusterNode;
 use larch_model::dn::NormDn;
+use larch_model::schema::Schema;
 use larch_proto::controls::Control;
 use larch_proto::SeqOf;
 
 use crate::config::cluster::{ClusterSettings, ForwardSettings};
 use crate::config::ListenUrl;
-use crate::directory::Directory;
 use crate::syncrepl::chain::{Chain, FORWARDED};
 use crate::syncrepl::connection::{ClientTls, Upstream};
 use crate::syncrepl::read_only::Route;
@@ -149,16 +150,19 @@ pub fn is_forwarded(controls: Option<&SeqOf<'_, Control<'_>>>) -> bool {
     controls.is_some_and(|list| list.iter().any(|c| c.oid == FORWARDED.as_bytes()))
 }
 
-/// Where a write to `dn` goes on this node (steps 1 to 3); `forwarded` when its request
-/// carries the [`FORWARDED`] control.
-pub fn route_write(dir: &Directory, dn: Option<&NormDn>, forwarded: bool) -> Route {
-    let Some(forwarding) = dir.cluster_forwarding.get() else {
+/// Where a write to `dn` goes on this node (steps 1 to 3): `forwarding` is the node's
+/// (none: not a cluster node, or one that refers writes), `suffixes` the directory's;
+/// `forwarded` when the request carries the [`FORWARDED`] control.
+pub fn route_write(
+    forwarding: Option<&Forwarding>,
+    suffixes: &[NormDn],
+    dn: Option<&NormDn>,
+    forwarded: bool,
+) -> Route {
+    let Some(forwarding) = forwarding else {
         return Route::Local;
     };
-    if forwarded {
-        return Route::Local;
-    }
-    if !dn.is_some_and(|dn| dir.suffixes.iter().any(|s| dn.is_within(s))) {
+    if forwarded || !dn.is_some_and(|dn| suffixes.iter().any(|s| dn.is_within(s))) {
         return Route::Local;
     }
     match forwarding.leader_chain() {
@@ -167,21 +171,27 @@ pub fn route_write(dir: &Directory, dn: Option<&NormDn>, forwarded: bool) -> Rou
     }
 }
 
-/// [`route_write`] for a DN as the client wrote it, normalized only on a node that
-/// forwards and does not lead.
-pub fn route_write_text(dir: &Directory, dn_text: &[u8], forwarded: bool) -> Route {
-    let Some(forwarding) = dir.cluster_forwarding.get() else {
+/// [`route_write`] for a DN as the client wrote it, normalized through `schema` only on a
+/// node that forwards and does not lead.
+pub fn route_write_text(
+    forwarding: Option<&Forwarding>,
+    schema: &Schema,
+    suffixes: &[NormDn],
+    dn_text: &[u8],
+    forwarded: bool,
+) -> Route {
+    let Some(f) = forwarding else {
         return Route::Local;
     };
     if forwarded {
         return Route::Local;
     }
-    if forwarding.node.leader_elsewhere().is_none() {
-        forwarding.drop_chain();
+    if f.node.leader_elsewhere().is_none() {
+        f.drop_chain();
         return Route::Local;
     }
-    let dn = NormDn::from_text(dn_text, &*dir.schema).ok();
-    route_write(dir, dn.as_ref(), forwarded)
+    let dn = NormDn::from_text(dn_text, schema).ok();
+    route_write(forwarding, suffixes, dn.as_ref(), forwarded)
 }
 
 #[cfg(test)]
