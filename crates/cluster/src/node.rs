@@ -245,6 +245,17 @@ impl ClusterNode {
         self.on_lead.set(hook).is_ok()
     }
 
+    /// The leader this node follows: its number when another node leads, `None` when
+    /// this node leads or knows of no leader (an election). Cheap: no copy of the
+    /// engine's metrics.
+    pub fn leader_elsewhere(&self) -> Option<NodeId> {
+        self.raft
+            .metrics()
+            .borrow()
+            .current_leader
+            .filter(|l| *l != self.id)
+    }
+
     /// This node's number.
     pub fn id(&self) -> NodeId {
         self.id

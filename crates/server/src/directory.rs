@@ -177,6 +177,9 @@ pub struct Directory {
     pub replication: Replication,
     /// This server's cluster node, once it runs (`[cluster]`, see [`crate::cluster`]).
     pub cluster: std::sync::OnceLock<std::sync::Arc<larch_cluster::ClusterNode>>,
+    /// A cluster node's forwarding of client writes to the leader, once the node runs,
+    /// when `cluster.writes` forwards (see [`crate::forwarding`]).
+    pub cluster_forwarding: std::sync::OnceLock<crate::forwarding::Forwarding>,
 }
 
 impl Directory {
@@ -262,6 +265,7 @@ impl Directory {
             started_at,
             replication,
             cluster: std::sync::OnceLock::new(),
+            cluster_forwarding: std::sync::OnceLock::new(),
         };
         let mut startup = Startup {
             report,

@@ -40,7 +40,7 @@
 //!    operation is answered and ends;
 //! 4. `select`, `lookup`, `groups`, `uniqueness`: reads of one store version;
 //! 5. `acl`, `config`: access control, and the configuration that compiles its rules;
-//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`, `syncrepl`, `syncprov`:
+//! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`, `syncrepl`, `syncprov`, `forwarding`:
 //!    what the directory holds;
 //! 7. `directory`: the shared state;
 //! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
@@ -74,6 +74,7 @@ pub mod controls;
 pub mod directory;
 pub mod dse;
 pub mod error;
+pub mod forwarding;
 pub mod groups;
 pub mod hooks;
 pub mod identity;

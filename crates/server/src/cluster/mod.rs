@@ -1,7 +1,8 @@
 //! This server as a node of a cluster (`[cluster]`, `docs/cluster.md`): the store's log is
 //! the cluster's replicated log (`larch_cluster`), writes are made on the leader and
-//! applied by every node, and a follower refers a client's write to the leader
-//! (`crate::error`'s mapping of [`ReplicateError::NotLeader`]).
+//! applied by every node, and a follower forwards a client's write to the leader
+//! ([`crate::forwarding`]), or refers it there (`crate::error`'s mapping of
+//! [`ReplicateError::NotLeader`]).
 //!
 //! Starting, in steps ([`start`]):
 //! 1. the Raft transport's security: plain TCP, or TLS with client certificates
@@ -11,7 +12,9 @@
 //! 3. the transport's listener (`cluster.listen`);
 //! 4. with `cluster.bootstrap`, on a node whose log is empty: the cluster of
 //!    `cluster.members` is created;
-//! 5. the directory's set-up, made by the first leader ([`setup`]).
+//! 5. the forwarding of client writes to the leader, when `cluster.writes` says so
+//!    ([`crate::forwarding`]);
+//! 6. the directory's set-up, made by the first leader ([`setup`]).
 //!
 //! With `cluster.reads = "linearizable"`, searches and compares wait for the leader's
 //! read index first ([`reads`]). A node that starts to lead raises its CSN generator to
@@ -32,10 +35,11 @@ use larch_cluster::status::Role;
 use larch_cluster::types::BasicNode;
 use larch_cluster::{ClusterError, ClusterNode, Timing};
 use tokio::sync::watch;
-use tracing::info;
+use tracing::{info, warn};
 
-use crate::config::cluster::{log_kept_after_snapshot, ClusterSettings};
+use crate::config::cluster::{log_kept_after_snapshot, ClusterSettings, ClusterWrites};
 use crate::directory::Directory;
+use crate::forwarding::Forwarding;
 
 /// The directory below the data directory that holds the node's vote and committed hint
 /// (`larch_cluster::raft_state`, `larch_cluster::log_store`).
@@ -58,7 +62,7 @@ impl ClusterRun {
     }
 }
 
-/// Steps 1 to 5, on the runtime: the node runs once this returns.
+/// Steps 1 to 6, on the runtime: the node runs once this returns.
 pub async fn start(dir: Arc<Directory>) -> Result<ClusterRun, String> {
     let Some(settings) = dir.config.cluster.clone() else {
         return Err("no [cluster] table".into());
@@ -103,6 +107,7 @@ pub async fn start(dir: Arc<Directory>) -> Result<ClusterRun, String> {
         bootstrap(&node, &settings).await?;
     }
     let _ = dir.cluster.set(Arc::clone(&node));
+    forward_writes(&dir, &node, &settings)?;
     let watched = Arc::clone(&node);
     tokio::spawn(setup::set_up_when_leading(Arc::clone(&dir), move || {
         watched.status().role == Role::Leader
@@ -122,6 +127,28 @@ fn transport_security(dir: &Directory, settings: &ClusterSettings) -> Result<Sec
         .ok_or_else(|| "cluster.tls needs [tls]".to_string())?;
     let (server, client) = tls::transport_configs(tls).map_err(|e| format!("cluster.tls: {e}"))?;
     Ok(Security::Tls { server, client })
+}
+
+/// Step 5: a follower forwards client writes to the leader, or refers them there.
+fn forward_writes(
+    dir: &Directory,
+    node: &Arc<ClusterNode>,
+    settings: &ClusterSettings,
+) -> Result<(), String> {
+    match &settings.writes {
+        ClusterWrites::Forward(f) => {
+            let forwarding =
+                Forwarding::new(Arc::clone(node), settings, f, dir.config.limits.max_pdu_bytes)?;
+            let _ = dir.cluster_forwarding.set(forwarding);
+            info!(bind_dn = %f.bind_dn, "cluster: a follower forwards client writes to the leader");
+        }
+        ClusterWrites::Refer => info!("cluster: a follower refers client writes to the leader (cluster.writes)"),
+        ClusterWrites::ReferWithoutCredentials => warn!(
+            "cluster: a follower refers client writes to the leader: set cluster.bind_dn and cluster.credentials \
+             (or credentials_file) to forward them, or cluster.writes = \"refer\" to say so (docs/cluster.md)"
+        ),
+    }
+    Ok(())
 }
 
 /// Step 4: the cluster of every member, made by this node.

@@ -18,15 +18,26 @@
 //!   directory's data wait until this node holds every write acknowledged before it
 //!   (`crate::cluster::reads`); `"local"` reads what the node holds;
 //! - `[[cluster.members]]`: every node, this one included: `id`, `raft` (`host:port` where
-//!   its Raft transport listens), `ldap_url` (where clients reach it: a follower refers
-//!   writes there when that node leads).
+//!   its Raft transport listens), `ldap_url` (where clients reach it: a follower forwards
+//!   or refers writes there when that node leads);
+//! - `cluster.writes` (`"forward"`; `"refer"`): what a follower does with a client's write:
+//!   forwards it to the leader on the client's behalf (`crate::forwarding`), or
+//!   answers with a referral to the leader;
+//! - `cluster.bind_dn` and exactly one of `cluster.credentials` or
+//!   `cluster.credentials_file` (a file whose first line is the password): the simple Bind
+//!   a follower makes at the leader to forward writes, as `[[replication]]` chains. Left
+//!   out, a follower refers writes (said at start); with `writes = "forward"` written,
+//!   they are required;
+//! - `cluster.ca_file`: the CA certificates (PEM) that issue the leaders' certificates,
+//!   required when forwarding and a member's `ldap_url` is `ldaps://`.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::{ConfigError, Credentials};
 
 /// The most nodes a cluster may list (a cluster of 3 or 5 is usual; more voters make
 /// every write wait for more acknowledgements).
@@ -60,6 +71,31 @@ pub struct ClusterSettings {
     pub snapshot_after_entries: u64,
     /// `cluster.reads = "linearizable"`.
     pub linearizable_reads: bool,
+    /// `cluster.writes`, with the forwarding's Bind.
+    pub writes: ClusterWrites,
+}
+
+/// What a follower does with a client's write (`cluster.writes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterWrites {
+    /// Forwards it to the leader, bound as the settings say.
+    Forward(ForwardSettings),
+    /// Refers the client to the leader (`writes = "refer"`).
+    Refer,
+    /// Refers the client to the leader because `writes` was left to its default and no
+    /// Bind was configured for forwarding (the node says so at start).
+    ReferWithoutCredentials,
+}
+
+/// How a follower connects to the leader to forward writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardSettings {
+    /// `cluster.bind_dn`.
+    pub bind_dn: String,
+    /// `cluster.credentials` or `cluster.credentials_file`.
+    pub credentials: Credentials,
+    /// `cluster.ca_file`.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// One `[[cluster.members]]` table.
@@ -84,6 +120,11 @@ pub(crate) struct RawCluster {
     pub members: Option<Vec<RawMember>>,
     pub snapshot_after_entries: Option<u64>,
     pub reads: Option<String>,
+    pub writes: Option<String>,
+    pub bind_dn: Option<String>,
+    pub credentials: Option<String>,
+    pub credentials_file: Option<String>,
+    pub ca_file: Option<String>,
 }
 
 /// `[[cluster.members]]` as written.
@@ -96,7 +137,7 @@ pub(crate) struct RawMember {
 }
 
 impl ClusterSettings {
-    pub(crate) fn from_raw(raw: RawCluster) -> Result<ClusterSettings, ConfigError> {
+    pub(crate) fn from_raw(mut raw: RawCluster) -> Result<ClusterSettings, ConfigError> {
         let node_id = match raw.node_id {
             None => {
                 return Err(ConfigError::invalid(
@@ -112,7 +153,7 @@ impl ClusterSettings {
             }
             Some(n) => n,
         };
-        let raw_members = raw.members.unwrap_or_default();
+        let raw_members = raw.members.take().unwrap_or_default();
         if raw_members.is_empty() {
             return Err(ConfigError::invalid(
                 "cluster.members",
@@ -170,6 +211,7 @@ impl ClusterSettings {
                 ))
             }
         };
+        let writes = ClusterWrites::from_raw(&raw, &members)?;
         Ok(ClusterSettings {
             node_id,
             linearizable_reads,
@@ -178,12 +220,109 @@ impl ClusterSettings {
             tls: raw.tls.unwrap_or(false),
             members,
             snapshot_after_entries,
+            writes,
         })
+    }
+
+    /// Takes relative paths from `base` (the configuration file's directory).
+    pub(crate) fn resolve_paths(&mut self, base: &Path) {
+        if let ClusterWrites::Forward(f) = &mut self.writes {
+            if let Credentials::File(p) = &mut f.credentials {
+                *p = base.join(&*p);
+            }
+            if let Some(p) = &mut f.ca_file {
+                *p = base.join(&*p);
+            }
+        }
     }
 
     /// This node's own member table.
     pub fn me(&self) -> Option<&ClusterMember> {
         self.members.iter().find(|m| m.id == self.node_id)
+    }
+}
+
+impl ClusterWrites {
+    /// `cluster.writes` and the forwarding's keys, checked together.
+    fn from_raw(raw: &RawCluster, members: &[ClusterMember]) -> Result<ClusterWrites, ConfigError> {
+        let forward = match raw.writes.as_deref() {
+            None => None,
+            Some("forward") => Some(true),
+            Some("refer") => Some(false),
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    "cluster.writes",
+                    format!("`{other}`: expected \"forward\" or \"refer\""),
+                ))
+            }
+        };
+        let given = [
+            ("cluster.bind_dn", raw.bind_dn.is_some()),
+            ("cluster.credentials", raw.credentials.is_some()),
+            ("cluster.credentials_file", raw.credentials_file.is_some()),
+            ("cluster.ca_file", raw.ca_file.is_some()),
+        ];
+        let any_given = given.iter().any(|(_, g)| *g);
+        match (forward, any_given) {
+            (Some(false), true) => {
+                let (key, _) = given.iter().find(|(_, g)| *g).copied().unwrap_or(given[0]);
+                return Err(ConfigError::invalid(
+                    key,
+                    "only with cluster.writes = \"forward\": a follower that refers writes binds nowhere",
+                ));
+            }
+            (Some(false), false) => return Ok(ClusterWrites::Refer),
+            (None, false) => return Ok(ClusterWrites::ReferWithoutCredentials),
+            _ => {}
+        }
+        let bind_dn = raw.bind_dn.clone().filter(|d| !d.trim().is_empty()).ok_or_else(|| {
+            ConfigError::invalid(
+                "cluster.bind_dn",
+                "required to forward writes (cluster.writes = \"forward\"): the DN a follower binds as at the \
+                 leader, which must be allowed to proxy (or write cluster.writes = \"refer\")",
+            )
+        })?;
+        let credentials = match (&raw.credentials, &raw.credentials_file) {
+            (Some(c), None) => Credentials::Inline(c.clone()),
+            (None, Some(f)) => Credentials::File(PathBuf::from(f)),
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    "cluster.credentials_file",
+                    "give `credentials` or `credentials_file`, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ConfigError::invalid(
+                    "cluster.credentials",
+                    "required with cluster.bind_dn (or `credentials_file`)",
+                ))
+            }
+        };
+        let ldaps = members.iter().find(|m| m.ldap_url.starts_with("ldaps://"));
+        match (ldaps, &raw.ca_file) {
+            (Some(m), None) => {
+                return Err(ConfigError::invalid(
+                    "cluster.ca_file",
+                    format!(
+                        "required to forward writes over ldaps:// (node {}'s ldap_url): the CA certificates \
+                         (PEM) that issue the nodes' certificates",
+                        m.id
+                    ),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::invalid(
+                    "cluster.ca_file",
+                    "only when a member's ldap_url is ldaps://",
+                ))
+            }
+            _ => {}
+        }
+        Ok(ClusterWrites::Forward(ForwardSettings {
+            bind_dn,
+            credentials,
+            ca_file: raw.ca_file.as_ref().map(PathBuf::from),
+        }))
     }
 }
 
@@ -249,6 +388,72 @@ mod tests {
         assert_eq!(s.listen, "127.0.0.2:7389".parse().unwrap());
         assert!(!s.bootstrap && !s.tls);
         assert_eq!(s.me().unwrap().ldap_url, "ldap://127.0.0.2:389");
+        assert_eq!(s.writes, ClusterWrites::ReferWithoutCredentials);
+    }
+
+    fn forwarding(raw: RawCluster) -> RawCluster {
+        RawCluster {
+            bind_dn: Some("cn=admin,dc=example,dc=com".into()),
+            credentials_file: Some("forward.pw".into()),
+            ..raw
+        }
+    }
+
+    #[test]
+    fn what_a_follower_does_with_writes() {
+        let three = || raw(1, vec![member(1), member(2), member(3)]);
+        let s = ClusterSettings::from_raw(forwarding(three())).unwrap();
+        let ClusterWrites::Forward(f) = &s.writes else {
+            panic!("{:?}", s.writes)
+        };
+        assert_eq!(f.bind_dn, "cn=admin,dc=example,dc=com");
+        assert_eq!(f.credentials, Credentials::File("forward.pw".into()));
+        assert_eq!(f.ca_file, None);
+        let explicit = RawCluster {
+            writes: Some("forward".into()),
+            credentials: Some("secret".into()),
+            credentials_file: None,
+            ..forwarding(three())
+        };
+        let s = ClusterSettings::from_raw(explicit).unwrap();
+        assert!(
+            matches!(&s.writes, ClusterWrites::Forward(f) if f.credentials == Credentials::Inline("secret".into()))
+        );
+        let refer = RawCluster {
+            writes: Some("refer".into()),
+            ..three()
+        };
+        assert_eq!(
+            ClusterSettings::from_raw(refer).unwrap().writes,
+            ClusterWrites::Refer
+        );
+        let mut s = ClusterSettings::from_raw(forwarding(three())).unwrap();
+        s.resolve_paths(Path::new("/etc/larch"));
+        assert!(
+            matches!(&s.writes, ClusterWrites::Forward(f) if f.credentials == Credentials::File("/etc/larch/forward.pw".into()))
+        );
+    }
+
+    #[test]
+    fn forwarding_over_tls_needs_a_ca() {
+        let tls_member = |id: u64| RawMember {
+            ldap_url: Some(format!("ldaps://node{id}.example:636")),
+            ..member(id)
+        };
+        let three = || raw(1, vec![tls_member(1), tls_member(2), tls_member(3)]);
+        let e = ClusterSettings::from_raw(forwarding(three())).unwrap_err();
+        assert!(e.to_string().contains("cluster.ca_file"), "{e}");
+        let with_ca = RawCluster {
+            ca_file: Some("ca.pem".into()),
+            ..forwarding(three())
+        };
+        let s = ClusterSettings::from_raw(with_ca).unwrap();
+        assert!(matches!(&s.writes, ClusterWrites::Forward(f) if f.ca_file == Some(PathBuf::from("ca.pem"))));
+        // Referring needs no CA.
+        assert_eq!(
+            ClusterSettings::from_raw(three()).unwrap().writes,
+            ClusterWrites::ReferWithoutCredentials
+        );
     }
 
     #[test]
@@ -301,6 +506,55 @@ mod tests {
                 "cluster.listen",
             ),
             (raw(1, (1..=10).map(member).collect()), "cluster.members"),
+            (
+                RawCluster {
+                    writes: Some("chain".into()),
+                    ..raw(1, vec![member(1)])
+                },
+                "cluster.writes",
+            ),
+            (
+                RawCluster {
+                    writes: Some("forward".into()),
+                    ..raw(1, vec![member(1)])
+                },
+                "cluster.bind_dn",
+            ),
+            (
+                RawCluster {
+                    bind_dn: Some("cn=admin,dc=example,dc=com".into()),
+                    ..raw(1, vec![member(1)])
+                },
+                "cluster.credentials",
+            ),
+            (
+                RawCluster {
+                    credentials: Some("secret".into()),
+                    ..raw(1, vec![member(1)])
+                },
+                "cluster.bind_dn",
+            ),
+            (
+                RawCluster {
+                    credentials: Some("secret".into()),
+                    ..forwarding(raw(1, vec![member(1)]))
+                },
+                "cluster.credentials_file",
+            ),
+            (
+                RawCluster {
+                    writes: Some("refer".into()),
+                    ..forwarding(raw(1, vec![member(1)]))
+                },
+                "cluster.bind_dn",
+            ),
+            (
+                RawCluster {
+                    ca_file: Some("ca.pem".into()),
+                    ..forwarding(raw(1, vec![member(1)]))
+                },
+                "cluster.ca_file",
+            ),
         ];
         for (raw, key) in cases {
             let e = ClusterSettings::from_raw(raw).unwrap_err();

@@ -479,6 +479,9 @@ impl ServerConfig {
         for r in &mut self.replication {
             r.resolve_paths(base);
         }
+        if let Some(c) = &mut self.cluster {
+            c.resolve_paths(base);
+        }
     }
 
     /// The configuration of `raw`'s values over the defaults, and every error found on the

@@ -1,5 +1,6 @@
 //! A client write chained to the provider on a replica (`writes = "chain"`,
-//! [`crate::syncrepl::chain`]).
+//! [`crate::syncrepl::chain`]), or forwarded to the leader on a cluster's follower
+//! ([`crate::forwarding`]).
 //!
 //! Steps:
 //! 1. the request's controls are read and checked for its kind, the confidentiality policy
@@ -7,8 +8,8 @@
 //!    Proxied Authorization control of the client's is checked by this server's rules);
 //! 2. the operation takes one of the connection's permits and is registered (as a write:
 //!    Cancel does not stop it, Abandon only silences its response);
-//! 3. a task forwards it and completes it with the provider's reply: one outcome, logged
-//!    and counted here like any other operation.
+//! 3. a task forwards it and completes it with the provider's (or leader's) reply: one
+//!    outcome, logged and counted here like any other operation.
 
 use std::sync::Arc;
 

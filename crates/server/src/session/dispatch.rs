@@ -25,6 +25,7 @@ use crate::auth::policy::PolicyReport;
 use crate::controls::{OpKind, RequestControls, ResponseControl};
 use crate::directory::Directory;
 use crate::error::OpError;
+use crate::forwarding;
 use crate::identity::Identity;
 use crate::lookup::referral_above_text;
 use crate::ops::{self, WriteContext};
@@ -103,6 +104,21 @@ impl ResponseSink for InlineSink<'_> {
 }
 
 impl Session {
+    /// Where write `t` goes: to a replica's provider (`read_only`), to a cluster's leader
+    /// (`forwarding`), or run here.
+    fn route_write(&self, t: &WriteTarget<'_>, controls: Option<&SeqOf<'_, Control<'_>>>) -> Route {
+        match read_only::route_write_text(&self.dir.replication, &self.dir.schema, t.dn, t.new_superior) {
+            Route::Local => forwarding::route_write_text(
+                self.dir.cluster_forwarding.get(),
+                &self.dir.schema,
+                &self.dir.suffixes,
+                t.dn,
+                forwarding::is_forwarded(controls),
+            ),
+            elsewhere => elsewhere,
+        }
+    }
+
     /// Runs one decoded request, `pdu` its octets.
     pub(super) async fn dispatch(&mut self, msg: LdapMessage<'_>, pdu: &[u8], out: &mut Vec<u8>) {
         let id = msg.message_id;
@@ -118,7 +134,7 @@ impl Session {
             return self.complete(&trace, pdu, None, out, Ending::reply(response, &reply));
         }
         if let Some(t) = write_target(&msg.op) {
-            match read_only::route_write_text(&self.dir.replication, &self.dir.schema, t.dn, t.new_superior) {
+            match self.route_write(&t, msg.controls.as_ref()) {
                 Route::Local => {}
                 Route::Refer(e) => {
                     let response = response_tag(msg.op.tag()).unwrap_or(op_tag::MODIFY_RESPONSE);

@@ -7,7 +7,8 @@
 //! 2. [`crate::ops::password_modify::prepare_password_modify`] checks the requester (the
 //!    connection's identity, or the one a Proxied Authorization control assumes, RFC 4370),
 //!    the target and the access on the current version; on a replica, a target inside a
-//!    replicated subtree is referred or chained to the provider (`crate::syncrepl`);
+//!    replicated subtree is referred or chained to the provider (`crate::syncrepl`); on a
+//!    cluster's follower, the request is forwarded to the leader (`crate::forwarding`);
 //! 3. when an old password is given, the failed-bind throttle applies to the target entry
 //!    from the client's address as for a Bind of it (the old password is a guess like a
 //!    bind's): the check may be held back or refused, a wrong old password counts as a
@@ -31,6 +32,7 @@ use super::Session;
 use crate::auth::confidentiality;
 use crate::controls::{OpKind, RequestControls};
 use crate::error::OpError;
+use crate::forwarding;
 use crate::identity::Identity;
 use crate::ops::password_modify::{
     apply_password_modify, prepare_password_modify, FinishError, ReadyPasswordModify,
@@ -89,6 +91,7 @@ impl Session {
         req: ExtendedRequest<'_>,
         controls: Controls<'_>,
     ) -> Result<PasswordChange, OpError> {
+        let forwarded = forwarding::is_forwarded(controls.as_ref());
         let controls = RequestControls::parse(controls, OpKind::Extended)?;
         confidentiality::require_tls(&self.dir, &self.client, "a Password Modify")?;
         let request = PasswordModifyRequest::decode_value(req.value)
@@ -103,11 +106,20 @@ impl Session {
             };
             prepare_password_modify(&ctx, &version, &request, controls.manage_dsa_it)?
         };
-        match read_only::route_write(
+        let route = match read_only::route_write(
             &self.dir.replication,
             Some(prepared.target()),
             prepared.target().as_str(),
         ) {
+            Route::Local => forwarding::route_write(
+                self.dir.cluster_forwarding.get(),
+                &self.dir.suffixes,
+                Some(prepared.target()),
+                forwarded,
+            ),
+            elsewhere => elsewhere,
+        };
+        match route {
             Route::Local => {}
             Route::Refer(e) => return Err(e),
             Route::Chain(chain) => return Ok(PasswordChange::Chained(chain)),
@@ -151,8 +163,9 @@ enum PasswordChange {
     /// The change, ready for the writer, and the identity it runs as (the connection's, or
     /// the one a Proxied Authorization control assumes).
     Ready(ReadyPasswordModify, Arc<Identity>),
-    /// On a replica that chains writes: the target is replicated, the request goes to the
-    /// provider as it is (`crate::syncrepl::chain`).
+    /// On a replica that chains writes (the target is replicated) or a cluster's follower
+    /// that forwards them: the request goes to the provider or the leader as it is
+    /// (`crate::syncrepl::chain`).
     Chained(Arc<Chain>),
 }
 

@@ -32,7 +32,7 @@ use larch_store::wal::Lsn;
 use larch_store::Store;
 
 use super::apply::{store_cookie_now, ApplyContext};
-use super::connection::{ClientTls, Connection};
+use super::connection::{ClientTls, Connection, Upstream};
 use super::cookie::CsnSet;
 use super::error::SyncError;
 use crate::config::ReplicationSettings;
@@ -73,8 +73,9 @@ pub async fn fetch_snapshot(
     max_pdu: usize,
 ) -> Result<Fetched, SyncError> {
     let started = Instant::now();
-    let tls = ClientTls::new(s)?;
-    let mut conn = Connection::open(s, tls.as_ref(), max_pdu).await?;
+    let upstream = Upstream::from(s);
+    let tls = ClientTls::new(&upstream)?;
+    let mut conn = Connection::open(&upstream, tls.as_ref(), max_pdu).await?;
     let req = ExtendedRequest {
         name: exop::SNAPSHOT_TRANSFER.as_bytes(),
         value: None,

@@ -2,23 +2,28 @@
 //! write inside the replicated subtree (Add, Delete, Modify, ModifyDN, Password Modify) is
 //! forwarded to the provider on the client's behalf instead of being referred, as
 //! OpenLDAP's chain overlay does. The client sees the provider's answer; the change comes
-//! back through replication like any other.
+//! back through replication like any other. A cluster's follower forwards its clients'
+//! writes to the leader the same way (`crate::forwarding`): a [`Chain`] goes to one
+//! server (an [`Upstream`]: the provider, or the leader of the moment).
 //!
 //! A chained write, in steps:
-//! 1. the session finds the table ([`super::read_only::route_write`]), parses the client's
-//!    controls and works out the identity the write runs as (a Proxied Authorization
-//!    control the client sent is checked here, by this server's rules);
-//! 2. it takes a connection from the table's pool: at most [`MAX_CHAIN_CONNECTIONS`] are
+//! 1. the session finds the chain ([`super::read_only::route_write`], or the cluster's
+//!    route), parses the client's controls and works out the identity the write runs as
+//!    (a Proxied Authorization control the client sent is checked here, by this server's
+//!    rules);
+//! 2. it takes a connection from the chain's pool: at most [`MAX_CHAIN_CONNECTIONS`] are
 //!    open, a write waits for one (a task, never a thread). An idle connection the
 //!    provider has closed meanwhile is dropped before anything is sent on it; a new one is
-//!    opened (TCP, TLS as the table says, a simple Bind as `bind_dn`);
+//!    opened (TCP, TLS as the upstream says, a simple Bind as its `bind_dn`);
 //! 3. it sends the request with a message ID of the connection's: the client's operation
 //!    as the client encoded it, the client's controls except its own Proxied Authorization
 //!    control, and a critical Proxied Authorization control (RFC 4370) naming the
 //!    identity of step 1 (`dn:<DN>`, empty for anonymous), so the provider applies its
 //!    access rules to the client, not to the replica. The provider must let `bind_dn`
 //!    proxy (Larch: the administrator may; `[access_proxy]` for others; slapd: `authzTo`
-//!    and `authz-policy`);
+//!    and `authz-policy`). A cluster's chain also marks the request as forwarded (a
+//!    non-critical [`FORWARDED`] control), so that the node receiving it runs it or
+//!    refuses it, and never forwards it again;
 //! 4. it reads the provider's response, waiting at most [`CHAIN_TIMEOUT`]: its result code,
 //!    matched DN, diagnostic message and referrals, the response controls Larch knows
 //!    (pre-read, post-read, password policy) and an extended response's value become the
@@ -36,7 +41,7 @@ use larch_proto::controls::{oid, Control};
 use larch_proto::{LdapMessage, ProtocolOp, ResultCode, SeqOf};
 use tokio::sync::Semaphore;
 
-use super::connection::{ClientTls, Connection};
+use super::connection::{ClientTls, Connection, Upstream};
 use super::error::SyncError;
 use crate::config::ReplicationSettings;
 use crate::controls::ResponseControl;
@@ -53,13 +58,23 @@ pub const MAX_CHAIN_CONNECTIONS: usize = 32;
 /// open and bind).
 pub const CHAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The control a cluster's follower adds to a write it forwards to the leader
+/// (`LARCH_ARC`.2.1, no value, never critical: another server ignores it): the node that
+/// receives it does not forward it again.
+pub const FORWARDED: &str = "2.25.268705614682925665270291760309126455850.2.1";
+
 /// Response controls passed on to the client (a control's OID must be known to be
 /// encoded again; others are dropped).
 const PASSED_ON: [&str; 3] = [oid::PRE_READ, oid::POST_READ, oid::PASSWORD_POLICY];
 
-/// The chaining of one `[[replication]]` table.
+/// Writes chained to one server: a `[[replication]]` table's provider, or a cluster's
+/// leader.
 pub struct Chain {
-    settings: ReplicationSettings,
+    upstream: Upstream,
+    /// What the server is to this one, for messages ("provider", "leader").
+    role: &'static str,
+    /// Whether requests carry the [`FORWARDED`] control.
+    mark_forwarded: bool,
     tls: Option<ClientTls>,
     max_pdu: usize,
     slots: Semaphore,
@@ -70,7 +85,7 @@ pub struct Chain {
 impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Chain")
-            .field("provider", &self.settings.provider)
+            .field(self.role, &self.upstream.url)
             .finish_non_exhaustive()
     }
 }
@@ -78,9 +93,26 @@ impl std::fmt::Debug for Chain {
 impl Chain {
     /// The chaining of table `settings` (its TLS files read now); messages up to `max_pdu`.
     pub fn new(settings: &ReplicationSettings, max_pdu: usize) -> Result<Chain, SyncError> {
+        Chain::to(Upstream::from(settings), "provider", false, max_pdu)
+    }
+
+    /// A cluster follower's chain to the leader at `upstream` (its TLS files read now);
+    /// its requests carry the [`FORWARDED`] control.
+    pub fn to_leader(upstream: Upstream, max_pdu: usize) -> Result<Chain, SyncError> {
+        Chain::to(upstream, "leader", true, max_pdu)
+    }
+
+    fn to(
+        upstream: Upstream,
+        role: &'static str,
+        mark_forwarded: bool,
+        max_pdu: usize,
+    ) -> Result<Chain, SyncError> {
         Ok(Chain {
-            settings: settings.clone(),
-            tls: ClientTls::new(settings)?,
+            tls: ClientTls::new(&upstream)?,
+            upstream,
+            role,
+            mark_forwarded,
             max_pdu,
             slots: Semaphore::new(MAX_CHAIN_CONNECTIONS),
             idle: Mutex::new(Vec::new()),
@@ -88,9 +120,9 @@ impl Chain {
         })
     }
 
-    /// The provider's URL.
-    pub fn provider(&self) -> &str {
-        &self.settings.provider
+    /// The URL of the server writes are chained to.
+    pub fn url(&self) -> &str {
+        &self.upstream.url
     }
 
     /// Steps 2 to 5 for request `pdu` (the client's whole LDAPMessage), run as `authz_id`:
@@ -101,8 +133,8 @@ impl Chain {
             Err(e) => Reply::from(OpError::new(
                 ResultCode::UNAVAILABLE,
                 format!(
-                    "the write could not be chained to the provider {}: {e}",
-                    self.settings.provider
+                    "the write could not be chained to the {} {}: {e}",
+                    self.role, self.upstream.url
                 ),
             )),
         }
@@ -115,12 +147,12 @@ impl Chain {
             .await
             .map_err(|_| SyncError::Protocol("chaining is closed".into()))?;
         let id = self.message_id();
-        let request = rebuild(pdu, id, authz_id)?;
+        let request = rebuild(pdu, id, authz_id, self.mark_forwarded)?;
         let mut conn = match self.pooled().await {
             Some(c) => c,
             None => tokio::time::timeout(
                 CHAIN_TIMEOUT,
-                Connection::open(&self.settings, self.tls.as_ref(), self.max_pdu),
+                Connection::open(&self.upstream, self.tls.as_ref(), self.max_pdu),
             )
             .await
             .map_err(|_| SyncError::Timeout("connection to the provider"))??,
@@ -162,13 +194,14 @@ impl Chain {
 }
 
 /// Step 3: the client's request with message ID `id`, its controls but a Proxied
-/// Authorization control, and ours naming `authz_id`.
-fn rebuild(pdu: &[u8], id: i32, authz_id: &str) -> Result<Vec<u8>, SyncError> {
+/// Authorization control (and a [`FORWARDED`] one), ours naming `authz_id`, and with
+/// `mark_forwarded` the [`FORWARDED`] control.
+fn rebuild(pdu: &[u8], id: i32, authz_id: &str, mark_forwarded: bool) -> Result<Vec<u8>, SyncError> {
     let msg = LdapMessage::decode(pdu).map_err(|e| SyncError::Protocol(format!("the request: {e}")))?;
     let mut controls: Vec<Control<'_>> = match &msg.controls {
         Some(list) => list
             .iter()
-            .filter(|c| c.oid != oid::PROXIED_AUTHZ.as_bytes())
+            .filter(|c| c.oid != oid::PROXIED_AUTHZ.as_bytes() && c.oid != FORWARDED.as_bytes())
             .collect(),
         None => Vec::new(),
     };
@@ -177,6 +210,13 @@ fn rebuild(pdu: &[u8], id: i32, authz_id: &str) -> Result<Vec<u8>, SyncError> {
         critical: true,
         value: Some(authz_id.as_bytes()),
     });
+    if mark_forwarded {
+        controls.push(Control {
+            oid: FORWARDED.as_bytes(),
+            critical: false,
+            value: None,
+        });
+    }
     let chained = LdapMessage {
         message_id: id,
         op: msg.op,
@@ -274,7 +314,7 @@ mod tests {
             controls: Some(SeqOf::from_items(&theirs)),
         }
         .encode(&mut pdu);
-        let out = rebuild(&pdu, 42, "dn:uid=u,dc=example,dc=com").unwrap();
+        let out = rebuild(&pdu, 42, "dn:uid=u,dc=example,dc=com", false).unwrap();
         let msg = LdapMessage::decode(&out).unwrap();
         assert_eq!(msg.message_id, 42);
         assert!(matches!(msg.op, ProtocolOp::DelRequest(d) if d.dn == b"cn=x,dc=example,dc=com"));
@@ -284,6 +324,33 @@ mod tests {
         assert_eq!(controls[1].oid, oid::PROXIED_AUTHZ.as_bytes());
         assert!(controls[1].critical);
         assert_eq!(controls[1].value, Some(&b"dn:uid=u,dc=example,dc=com"[..]));
+    }
+
+    #[test]
+    fn a_forwarded_request_is_marked_once() {
+        let theirs = [Control {
+            oid: FORWARDED.as_bytes(),
+            critical: false,
+            value: None,
+        }];
+        let mut pdu = Vec::new();
+        LdapMessage {
+            message_id: 7,
+            op: ProtocolOp::DelRequest(DelRequest {
+                dn: b"cn=x,dc=example,dc=com",
+            }),
+            controls: Some(SeqOf::from_items(&theirs)),
+        }
+        .encode(&mut pdu);
+        let out = rebuild(&pdu, 9, "", true).unwrap();
+        let msg = LdapMessage::decode(&out).unwrap();
+        let controls: Vec<Control<'_>> = msg.controls.unwrap().iter().collect();
+        let oids: Vec<&[u8]> = controls.iter().map(|c| c.oid).collect();
+        assert_eq!(oids, [oid::PROXIED_AUTHZ.as_bytes(), FORWARDED.as_bytes()]);
+        assert!(!controls[1].critical);
+        let out = rebuild(&pdu, 9, "", false).unwrap();
+        let msg = LdapMessage::decode(&out).unwrap();
+        assert_eq!(msg.controls.unwrap().iter().count(), 1);
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! The consumer's LDAP connection to its provider: TCP (with keepalive), TLS (`ldaps://`,
-//! or StartTLS on `ldap://`), a simple Bind, then messages sent and received one PDU at a
-//! time.
+//! An LDAP connection to another server, as its client: the consumer's to its provider,
+//! a chained write's to the provider, a cluster follower's to its leader. TCP (with
+//! keepalive), TLS (`ldaps://`, or StartTLS on `ldap://`), a simple Bind, then messages
+//! sent and received one PDU at a time. What to connect to and how to bind is an
+//! [`Upstream`]: a `[[replication]]` table's, or `[cluster]`'s with the leader's URL.
 //!
 //! Protocol, in steps:
 //! 1. resolve the provider's host and connect, within [`CONNECT_TIMEOUT`];
@@ -33,7 +35,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::TlsConnector;
 
 use super::error::SyncError;
-use crate::config::{Credentials, ReplicationSettings};
+use crate::config::{Credentials, ListenUrl, ReplicationSettings};
 use crate::tls::pem;
 
 /// Longest wait for the TCP connection.
@@ -50,8 +52,52 @@ const BIND_ID: i32 = 2;
 pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
-/// The TLS side of a table: the rustls configuration and the name the certificate must
-/// carry. Built once per consumer ([`ClientTls::new`]).
+/// The server a connection goes to and how it binds there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// The server's URL, as written (`ldap://host:port` or `ldaps://host:port`).
+    pub url: String,
+    /// The URL, parsed.
+    pub parsed_url: ListenUrl,
+    /// The DN of the simple Bind.
+    pub bind_dn: String,
+    /// Its password.
+    pub credentials: Credentials,
+    /// StartTLS on an `ldap://` URL.
+    pub starttls: bool,
+    /// The CA certificates (PEM) the server's certificate is verified against (TLS).
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The client certificate presented (TLS), with its key.
+    pub client_cert: Option<std::path::PathBuf>,
+    /// The client certificate's key.
+    pub client_key: Option<std::path::PathBuf>,
+}
+
+impl Upstream {
+    /// True when the connection uses TLS.
+    pub fn uses_tls(&self) -> bool {
+        self.starttls || self.parsed_url.tls
+    }
+}
+
+impl From<&ReplicationSettings> for Upstream {
+    /// A table's provider.
+    fn from(s: &ReplicationSettings) -> Upstream {
+        Upstream {
+            url: s.provider.clone(),
+            parsed_url: s.provider_url.clone(),
+            bind_dn: s.bind_dn.clone(),
+            credentials: s.credentials.clone(),
+            starttls: s.starttls,
+            ca_file: s.ca_file.clone(),
+            client_cert: s.client_cert.clone(),
+            client_key: s.client_key.clone(),
+        }
+    }
+}
+
+/// The TLS side of an [`Upstream`]: the rustls configuration and the name the certificate
+/// must carry. Built once per consumer or chain ([`ClientTls::new`]).
 #[derive(Clone)]
 pub struct ClientTls {
     connector: TlsConnector,
@@ -66,7 +112,7 @@ impl std::fmt::Debug for ClientTls {
 
 impl ClientTls {
     /// The configuration of `s`: `None` without TLS.
-    pub fn new(s: &ReplicationSettings) -> Result<Option<ClientTls>, SyncError> {
+    pub fn new(s: &Upstream) -> Result<Option<ClientTls>, SyncError> {
         if !s.uses_tls() {
             return Ok(None);
         }
@@ -96,8 +142,8 @@ impl ClientTls {
             }
             _ => builder.with_no_client_auth(),
         };
-        let name = ServerName::try_from(s.provider_url.host.clone())
-            .map_err(|_| SyncError::Tls(format!("`{}` is not a TLS server name", s.provider_url.host)))?;
+        let name = ServerName::try_from(s.parsed_url.host.clone())
+            .map_err(|_| SyncError::Tls(format!("`{}` is not a TLS server name", s.parsed_url.host)))?;
         Ok(Some(ClientTls {
             connector: TlsConnector::from(Arc::new(config)),
             name,
@@ -107,7 +153,7 @@ impl ClientTls {
 
 /// The password of `s`: `credentials`, or the first line of `credentials_file` (read at
 /// each connection, so a changed file is used without a restart).
-pub fn password(s: &ReplicationSettings) -> Result<String, SyncError> {
+pub fn password(s: &Upstream) -> Result<String, SyncError> {
     match &s.credentials {
         Credentials::Inline(p) => Ok(p.clone()),
         Credentials::File(path) => read_first_line(path),
@@ -140,11 +186,11 @@ pub struct Connection {
 impl Connection {
     /// Steps 1 to 3 of the module documentation.
     pub async fn open(
-        s: &ReplicationSettings,
+        s: &Upstream,
         tls: Option<&ClientTls>,
         max_pdu: usize,
     ) -> Result<Connection, SyncError> {
-        let url = &s.provider_url;
+        let url = &s.parsed_url;
         let tcp = tokio::time::timeout(CONNECT_TIMEOUT, connect(&url.host, url.port))
             .await
             .map_err(|_| SyncError::Timeout("TCP connection"))??;
@@ -460,10 +506,12 @@ mod tests {
             "[[replication]]\nrid = 1\nprovider = \"ldap://p\"\nbind_dn = \"cn=r\"\ncredentials_file = \"{}\"\nbase = \"dc=example,dc=com\"\n",
             file.display()
         );
-        let s = crate::config::ServerConfig::from_toml_str(&text)
-            .unwrap()
-            .replication
-            .remove(0);
+        let s = Upstream::from(
+            &crate::config::ServerConfig::from_toml_str(&text)
+                .unwrap()
+                .replication
+                .remove(0),
+        );
         assert_eq!(password(&s).unwrap(), "s3cret");
         std::fs::remove_file(&file).unwrap();
         assert!(matches!(password(&s), Err(SyncError::Credentials { .. })));

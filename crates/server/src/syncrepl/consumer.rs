@@ -37,7 +37,7 @@ use tokio::sync::{oneshot, watch};
 use super::apply::{
     apply_batch, put_change, stored_csns, Applied, ApplyContext, Change, MAX_BATCH_BYTES, MAX_BATCH_CHANGES,
 };
-use super::connection::{ClientTls, Connection};
+use super::connection::{ClientTls, Connection, Upstream};
 use super::cookie::{Cookie, CsnSet};
 use super::error::SyncError;
 use super::machine::{Action, SyncMachine};
@@ -92,7 +92,7 @@ struct Progress {
 impl Consumer {
     /// Runs sessions until `stop` says so (see the module documentation).
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
-        let tls = match ClientTls::new(&self.settings) {
+        let tls = match ClientTls::new(&Upstream::from(&self.settings)) {
             Ok(t) => t,
             Err(e) => {
                 self.status.failed(&e.to_string(), None);
@@ -155,7 +155,7 @@ impl Consumer {
         progress: &mut Progress,
     ) -> Result<End, SyncError> {
         self.status.set_state(ConsumerState::Connecting);
-        let mut conn = Connection::open(&self.settings, tls, self.max_pdu).await?;
+        let mut conn = Connection::open(&Upstream::from(&self.settings), tls, self.max_pdu).await?;
         let stored = stored_csns(&self.store.current(), &self.ctx)?;
         // The cookie always names the replica (slapd echoes it); without a CSN it asks for a
         // full refresh.
