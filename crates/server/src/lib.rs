@@ -43,8 +43,8 @@
 //! 6. `accesslog`, `auditlog`, `monitor`, `tls`, `password`, `bind_throttle`, `ppolicy`, `hooks`, `store_health`, `syncrepl`, `syncprov`, `forwarding`:
 //!    what the directory holds;
 //! 7. `directory`: the shared state;
-//! 8. `report`, `auth`, `dse`, `search`, `ops`: what monitoring reports, and the
-//!    operations;
+//! 8. `report`, `auth`, `dse`, `search`, `ops`, `linearizable`: what monitoring reports,
+//!    the operations, and a cluster node's wait before a linearizable read;
 //! 9. `session`, `net`, `metrics`, `cluster`: connections, the metrics endpoint, and the
 //!    cluster node (`[cluster]`).
 //!
@@ -78,6 +78,7 @@ pub mod forwarding;
 pub mod groups;
 pub mod hooks;
 pub mod identity;
+pub mod linearizable;
 pub mod lookup;
 pub mod metrics;
 pub mod monitor;

@@ -17,13 +17,12 @@
 //! 6. the directory's set-up, made by the first leader ([`setup`]).
 //!
 //! With `cluster.reads = "linearizable"`, searches and compares wait for the leader's
-//! read index first ([`reads`]). A node that starts to lead raises its CSN generator to
+//! read index first ([`crate::linearizable`]). A node that starts to lead raises its CSN generator to
 //! the newest CSN in the directory ([`csn`]).
 //!
 //! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
 
 pub mod csn;
-pub mod reads;
 pub mod setup;
 pub mod tls;
 

@@ -16,7 +16,7 @@
 //!   [`log_kept_after_snapshot`] entries before it;
 //! - `cluster.reads` (`"local"`): `"linearizable"` makes every search and compare of the
 //!   directory's data wait until this node holds every write acknowledged before it
-//!   (`crate::cluster::reads`); `"local"` reads what the node holds;
+//!   (`crate::linearizable`); `"local"` reads what the node holds;
 //! - `[[cluster.members]]`: every node, this one included: `id`, `raft` (`host:port` where
 //!   its Raft transport listens), `ldap_url` (where clients reach it: a follower forwards
 //!   or refers writes there when that node leads);

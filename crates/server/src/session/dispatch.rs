@@ -168,7 +168,7 @@ impl Session {
             }
             ProtocolOp::SearchRequest(req) => self.search(trace, &req, msg.controls, pdu, out).await,
             ProtocolOp::CompareRequest(req) => {
-                let reply = match crate::cluster::reads::barrier(&self.dir, req.entry).await {
+                let reply = match crate::linearizable::barrier(&self.dir, req.entry).await {
                     Ok(()) => self.compare(&req, msg.controls),
                     Err(e) => Reply::from(e),
                 };
@@ -351,7 +351,7 @@ impl Session {
         pdu: &[u8],
         out: &mut Vec<u8>,
     ) {
-        if let Err(e) = crate::cluster::reads::barrier(&self.dir, req.base).await {
+        if let Err(e) = crate::linearizable::barrier(&self.dir, req.base).await {
             let reply = Reply::from(e);
             let ending = Ending::reply(op_tag::SEARCH_RESULT_DONE, &reply);
             return self.complete(&trace, pdu, None, out, ending);

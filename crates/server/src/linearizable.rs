@@ -1,4 +1,4 @@
-//! Linearizable reads on a cluster node (`cluster.reads = "linearizable"`): before a
+//! Linearizable reads on a cluster node (`crate::cluster`) (`cluster.reads = "linearizable"`): before a
 //! search or compare of the directory's data, the node waits until it holds every write
 //! acknowledged before the request ([`larch_cluster::ClusterNode::read_barrier`]: the
 //! leader's read index, asked once per round of readers). Entries the server computes
