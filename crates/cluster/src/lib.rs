@@ -10,6 +10,8 @@
 //! - [`log_store`]: openraft's log storage on the store's WAL;
 //! - [`raft_state`]: the vote and the purged log ID, in one small file;
 //! - [`state_machine`]: the store, applying committed entries;
+//! - [`member`]: what the configuration records of each member (Raft address, LDAP URL);
+//! - [`membership`]: nodes added to and removed from a running cluster, on its leader;
 //! - [`node`]: a running node, and the writer's way into the cluster;
 //! - [`status`]: a node's view of the cluster in plain terms, for monitoring;
 //! - [`network`]: how nodes reach each other: in one process for tests, or over TCP
@@ -22,6 +24,8 @@
 #![allow(clippy::result_large_err)]
 
 pub mod log_store;
+pub mod member;
+pub mod membership;
 pub mod network;
 pub mod node;
 pub mod raft_state;
@@ -29,4 +33,6 @@ pub mod state_machine;
 pub mod status;
 pub mod types;
 
+pub use member::Member;
+pub use membership::MembershipError;
 pub use node::{ClusterError, ClusterNode, Timing};

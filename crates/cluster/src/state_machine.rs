@@ -13,17 +13,17 @@ use larch_store::consensus::Applied;
 use larch_store::Store;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
-    AnyError, BasicNode, EntryPayload, LogId, RaftSnapshotBuilder, SnapshotMeta, StorageError,
-    StorageIOError, StoredMembership,
+    AnyError, EntryPayload, LogId, RaftSnapshotBuilder, SnapshotMeta, StorageError, StorageIOError,
+    StoredMembership,
 };
 
-use crate::types::{lsn_of, to_replicated, Entry, Larch, NodeId};
+use crate::types::{lsn_of, to_replicated, Entry, Larch, Member, NodeId};
 
 /// What has been applied.
 #[derive(Debug, Clone, Default)]
 struct AppliedState {
     last: Option<LogId<NodeId>>,
-    membership: StoredMembership<NodeId, BasicNode>,
+    membership: StoredMembership<NodeId, Member>,
 }
 
 /// The state machine; clones share it.
@@ -67,7 +67,7 @@ impl RaftStateMachine<Larch> for StateMachine {
 
     async fn applied_state(
         &mut self,
-    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>), StorageError<NodeId>> {
+    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, Member>), StorageError<NodeId>> {
         let applied = self.applied.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Ok((applied.last, applied.membership))
     }
@@ -114,7 +114,7 @@ impl RaftStateMachine<Larch> for StateMachine {
 
     async fn install_snapshot(
         &mut self,
-        _meta: &SnapshotMeta<NodeId, BasicNode>,
+        _meta: &SnapshotMeta<NodeId, Member>,
         _snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError<NodeId>> {
         Err(no_snapshots())

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{add, add_suffix, address, apply, content, surely_not_applied, write, Cluster, Op, SUFFIX};
+use common::{add, add_suffix, apply, content, member, surely_not_applied, write, Cluster, Op, SUFFIX};
 use larch_cluster::network::memory::Faults;
 use larch_store::{Store, StoreError};
 
@@ -259,11 +259,7 @@ async fn a_replaced_node_catches_up_from_the_log() {
     cluster.nodes[&leader].node.remove_node(gone).await.unwrap();
     cluster.ids.retain(|id| *id != gone);
     cluster.add_fresh(4).await;
-    cluster.nodes[&leader]
-        .node
-        .add_node(4, &address(4))
-        .await
-        .unwrap();
+    cluster.nodes[&leader].node.add_node(4, member(4)).await.unwrap();
     cluster.ids.push(4);
     for i in 30..40 {
         write(&store, add(&format!("r{i}"), "v")).await.unwrap().unwrap();
