@@ -5,7 +5,8 @@
 //! Adding node `id` ([`add_node`]), in steps:
 //! 1. this node must lead ([`MembershipError::NotLeader`] names the leader otherwise); `id`
 //!    must not be a voter already, nor another member listen at the same Raft address (a
-//!    learner with exactly the same addresses is a change interrupted earlier: it resumes);
+//!    learner with exactly the same addresses is a change interrupted earlier: it resumes),
+//!    and the cluster must have fewer than [`MAX_MEMBERS`];
 //! 2. the node joins as a learner: a configuration that lists it among the nodes but not
 //!    the voters is committed, and the leader starts sending it the log (openraft's
 //!    `add_learner`, not blocking: openraft's own wait has no bound, and counts a node
@@ -43,6 +44,10 @@ use openraft::{ChangeMembers, LogId, Raft, RaftMetrics, ServerState};
 
 use crate::member::Member;
 use crate::types::{Larch, NodeId};
+
+/// The most members a cluster may have (as `[cluster]` lists at most): every voter more
+/// makes each write wait for one acknowledgement more.
+pub const MAX_MEMBERS: usize = 9;
 
 /// Why a membership change was not made (or not confirmed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -185,6 +190,11 @@ pub fn check_addition(
                 "node {id} is a learner at {known} already: remove it first to add it at {member}"
             )));
         }
+    }
+    if membership.get_node(&id).is_none() && membership.nodes().count() >= MAX_MEMBERS {
+        return Err(MembershipError::Refused(format!(
+            "the cluster has {MAX_MEMBERS} members, the most it may have"
+        )));
     }
     if let Some((other, _)) = membership
         .nodes()

@@ -11,9 +11,13 @@
 //! - `cluster.tls` (`false`): the Raft transport runs over TLS with client certificates:
 //!   each node presents `[tls]`'s certificate and key, and accepts peers whose certificate
 //!   `tls.client_ca` issued (both required then);
-//! - `[[cluster.members]]`: every node, this one included: `id`, `raft` (`host:port` where
-//!   its Raft transport listens), `ldap_url` (where clients reach it: a follower refers
-//!   writes there when that node leads).
+//! - `[[cluster.members]]`: `id`, `raft` (`host:port` where its Raft transport listens),
+//!   `ldap_url` (where clients reach it: a follower refers writes there when that node
+//!   leads). The bootstrapping node lists every first member with all three: they become
+//!   the cluster's first configuration, which then records them (and every node added
+//!   later, `larch cluster add-node`). Any other node needs only its own `id` and `raft`
+//!   (for its `listen` default); it learns the members from the leader, and the other
+//!   tables it lists are not read.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -23,8 +27,8 @@ use serde::Deserialize;
 use super::ConfigError;
 
 /// The most nodes a cluster may list (a cluster of 3 or 5 is usual; more voters make
-/// every write wait for more acknowledgements).
-pub const MAX_CLUSTER_MEMBERS: usize = 9;
+/// every write wait for more acknowledgements): the cluster's own bound.
+pub const MAX_CLUSTER_MEMBERS: usize = larch_cluster::membership::MAX_MEMBERS;
 
 /// `[cluster]`, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,8 +52,8 @@ pub struct ClusterMember {
     pub id: u64,
     /// `raft`: `host:port`.
     pub raft: String,
-    /// `ldap_url`.
-    pub ldap_url: String,
+    /// `ldap_url` (required of every member on the bootstrapping node only).
+    pub ldap_url: Option<String>,
 }
 
 /// `[cluster]` as written.
@@ -89,11 +93,12 @@ impl ClusterSettings {
             }
             Some(n) => n,
         };
+        let bootstrap = raw.bootstrap.unwrap_or(false);
         let raw_members = raw.members.unwrap_or_default();
         if raw_members.is_empty() {
             return Err(ConfigError::invalid(
                 "cluster.members",
-                "list every node of the cluster, this one included",
+                "list this node (id and raft), and on the bootstrapping node every first member",
             ));
         }
         if raw_members.len() > MAX_CLUSTER_MEMBERS {
@@ -104,7 +109,7 @@ impl ClusterSettings {
         }
         let members = raw_members
             .into_iter()
-            .map(ClusterMember::from_raw)
+            .map(|m| ClusterMember::from_raw(m, bootstrap))
             .collect::<Result<Vec<_>, _>>()?;
         let mut ids = BTreeSet::new();
         for m in &members {
@@ -131,7 +136,7 @@ impl ClusterSettings {
         Ok(ClusterSettings {
             node_id,
             listen,
-            bootstrap: raw.bootstrap.unwrap_or(false),
+            bootstrap,
             tls: raw.tls.unwrap_or(false),
             members,
         })
@@ -144,7 +149,9 @@ impl ClusterSettings {
 }
 
 impl ClusterMember {
-    fn from_raw(raw: RawMember) -> Result<ClusterMember, ConfigError> {
+    /// One table; `ldap_url` is required when `bootstrap` (the first configuration records
+    /// it) and checked whenever written.
+    fn from_raw(raw: RawMember, bootstrap: bool) -> Result<ClusterMember, ConfigError> {
         let id = match raw.id {
             None | Some(0) => {
                 return Err(ConfigError::invalid(
@@ -157,21 +164,32 @@ impl ClusterMember {
         let raft = raw.raft.filter(|r| is_host_port(r)).ok_or_else(|| {
             ConfigError::invalid("cluster.members.raft", format!("node {id}: write `host:port`"))
         })?;
-        let ldap_url = raw
-            .ldap_url
-            .filter(|u| u.starts_with("ldap://") || u.starts_with("ldaps://"))
-            .ok_or_else(|| {
-                ConfigError::invalid(
-                    "cluster.members.ldap_url",
-                    format!("node {id}: an ldap:// or ldaps:// URL where clients reach it"),
-                )
-            })?;
+        let bad_url = || {
+            let why = if bootstrap {
+                "an ldap:// or ldaps:// URL where clients reach it (required of every member on the bootstrapping node)"
+            } else {
+                "an ldap:// or ldaps:// URL where clients reach it"
+            };
+            ConfigError::invalid("cluster.members.ldap_url", format!("node {id}: {why}"))
+        };
+        let ldap_url = match raw.ldap_url {
+            Some(u) if is_ldap_url(&u) => Some(u),
+            Some(_) => return Err(bad_url()),
+            None if bootstrap => return Err(bad_url()),
+            None => None,
+        };
         Ok(ClusterMember { id, raft, ldap_url })
     }
 }
 
+/// An `ldap://` or `ldaps://` URL naming a host.
+pub fn is_ldap_url(s: &str) -> bool {
+    let rest = s.strip_prefix("ldap://").or_else(|| s.strip_prefix("ldaps://"));
+    rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'))
+}
+
 /// `host:port` with a port number (an IPv6 host in brackets).
-fn is_host_port(s: &str) -> bool {
+pub fn is_host_port(s: &str) -> bool {
     match s.rsplit_once(':') {
         Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
         None => false,
@@ -204,7 +222,45 @@ mod tests {
         assert_eq!(s.node_id, 2);
         assert_eq!(s.listen, "127.0.0.2:7389".parse().unwrap());
         assert!(!s.bootstrap && !s.tls);
-        assert_eq!(s.me().unwrap().ldap_url, "ldap://127.0.0.2:389");
+        assert_eq!(s.me().unwrap().ldap_url.as_deref(), Some("ldap://127.0.0.2:389"));
+    }
+
+    #[test]
+    fn a_joining_node_lists_only_its_own_id_and_raft_address() {
+        let me = RawMember {
+            ldap_url: None,
+            ..member(4)
+        };
+        let s = ClusterSettings::from_raw(raw(4, vec![me])).unwrap();
+        assert_eq!(s.listen, "127.0.0.4:7389".parse().unwrap());
+        assert_eq!(s.me().unwrap().ldap_url, None);
+        // The bootstrapping node seeds the configuration: every URL is needed there.
+        let seed = RawCluster {
+            bootstrap: Some(true),
+            ..raw(
+                1,
+                vec![
+                    member(1),
+                    RawMember {
+                        ldap_url: None,
+                        ..member(2)
+                    },
+                ],
+            )
+        };
+        let e = ClusterSettings::from_raw(seed).unwrap_err().to_string();
+        assert!(
+            e.contains("cluster.members.ldap_url") && e.contains("node 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn addresses_are_checked() {
+        assert!(is_host_port("10.0.0.1:7389") && is_host_port("[::1]:7389") && is_host_port("db1:1"));
+        assert!(!is_host_port("db1") && !is_host_port(":7389") && !is_host_port("db1:0"));
+        assert!(is_ldap_url("ldap://10.0.0.1:389") && is_ldap_url("ldaps://db1"));
+        assert!(!is_ldap_url("ldap://") && !is_ldap_url("ldap:///dc=x") && !is_ldap_url("http://db1"));
     }
 
     #[test]
