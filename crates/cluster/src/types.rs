@@ -198,6 +198,9 @@ mod tests {
         expected.extend_from_slice(b"ldap://h");
         assert_eq!(encode_membership(&one), expected);
         assert_eq!(decode_membership(&expected), Ok(one));
+        let mut not_utf8 = expected.clone();
+        *not_utf8.last_mut().unwrap() = 0xff;
+        assert!(decode_membership(&not_utf8).is_err());
     }
 
     #[test]
