@@ -12,12 +12,12 @@
 //! 4. with `cluster.bootstrap`, on a node whose log is empty: the cluster of
 //!    `cluster.members` is created, each member's Raft address and LDAP URL in its first
 //!    configuration (a node without `bootstrap` waits for a leader to send it the log,
-//!    configurations included: `larch cluster add-node` on the leader, [`membership`]);
+//!    configurations included: `larch cluster add-node` on the leader,
+//!    `session/cluster_membership.rs`);
 //! 5. the directory's set-up, made by the first leader ([`setup`]).
 //!
 //! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
 
-pub mod membership;
 pub mod setup;
 pub mod tls;
 
