@@ -22,6 +22,7 @@ import pytest
 
 import conftest
 import ldaputil
+import ldapwire
 import test_cluster as tc
 
 pytestmark = pytest.mark.larch_only("Larch's cluster")
@@ -31,6 +32,8 @@ BASE = conftest.BASE
 # plus the time to withdraw it.
 STALL_S = 15
 COMMAND_TIMEOUT_S = 120
+# Larch's remove-node extended operation (docs/cluster.md, "Adding and removing nodes").
+REMOVE_NODE_OID = "2.25.268705614682925665270291760309126455850.1.4"
 
 
 def larch_cluster(larch_bin, srv, *args, dn=None, pw=None, url=None):
@@ -116,6 +119,18 @@ def test_nodes_join_and_leave_a_running_cluster(three):
     write_ok(leader, 100)
     assert f"cn=p100,ou=people,{BASE}" in tc.converge(c)
     assert members(larch, n4) == {1: "voter", 2: "voter", 3: "voter", 4: "voter"}
+
+    # A follower asked directly answers with a referral to the leader's LDAP URL (on the
+    # wire: ldap3 cannot decode an ExtendedResponse carrying a referral).
+    wire = ldapwire.RawConnection(follower.host, follower.port)
+    try:
+        bound = wire.request(1, ldapwire.bind_simple(follower.admin_dn, follower.admin_pw))
+        assert bound[-1].code == 0, bound[-1]
+        value = ldapwire.seq(ldapwire.integer(9, tag=0x80))
+        answer = wire.request(2, ldapwire.extended(REMOVE_NODE_OID, value))[-1]
+        assert answer.code == 10 and answer.referrals == [leader.url], (answer.code, answer.diag, answer.referrals)
+    finally:
+        wire.close()
 
     # Refusals, each one line and exit status 1; nothing changes.
     r = larch_cluster(larch, leader, "add-node", "--id", "4", "--raft", raft4, "--ldap-url", n4.url)
