@@ -172,7 +172,7 @@ fn not_leader(metrics: &RaftMetrics<NodeId, Member>) -> MembershipError {
 
 /// Step 1 of an addition: `id` is new (or a learner with the same addresses), and its Raft
 /// address is no other member's.
-pub fn check_addition(
+fn check_addition(
     metrics: &RaftMetrics<NodeId, Member>,
     id: NodeId,
     member: &Member,
@@ -333,4 +333,74 @@ fn member_list(metrics: &RaftMetrics<NodeId, Member>) -> String {
         let _ = write!(out, "{id} {} {kind}", m.raft);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use openraft::{Membership, StoredMembership};
+
+    use super::*;
+
+    /// A leader's view of voters `voters` and learners `learners`, node `i` at `h:i`.
+    fn view(voters: &[NodeId], learners: &[NodeId]) -> RaftMetrics<NodeId, Member> {
+        let nodes: BTreeMap<NodeId, Member> = voters
+            .iter()
+            .chain(learners)
+            .map(|i| (*i, Member::new(format!("h:{i}"), format!("ldap://h{i}"))))
+            .collect();
+        let membership = Membership::new(vec![voters.iter().copied().collect()], nodes);
+        let mut m = RaftMetrics::new_initial(1);
+        m.membership_config = Arc::new(StoredMembership::new(None, membership));
+        m
+    }
+
+    fn refusal(r: Result<(), MembershipError>) -> String {
+        match r {
+            Err(MembershipError::Refused(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_addition_is_checked_against_the_members() {
+        let m = view(&[1, 2, 3], &[4]);
+        let new = |i: NodeId| Member::new(format!("h:{i}"), format!("ldap://h{i}"));
+        assert_eq!(check_addition(&m, 5, &new(5)), Ok(()));
+        // A learner left by an interrupted addition, at the same addresses: taken up again.
+        assert_eq!(check_addition(&m, 4, &new(4)), Ok(()));
+        let why = refusal(check_addition(&m, 2, &new(2)));
+        assert!(why.contains("node 2 is a member already"), "{why}");
+        let why = refusal(check_addition(&m, 4, &new(5)));
+        assert!(why.contains("node 4 is a learner at h:4"), "{why}");
+        let why = refusal(check_addition(&m, 5, &new(3)));
+        assert!(why.contains("node 3 listens at h:3"), "{why}");
+        let full = view(&(1..=MAX_MEMBERS as NodeId).collect::<Vec<_>>(), &[]);
+        let why = refusal(check_addition(&full, 10, &new(10)));
+        assert!(why.contains("the most it may have"), "{why}");
+    }
+
+    #[test]
+    fn the_members_read_as_a_list() {
+        assert_eq!(
+            member_list(&view(&[1, 3], &[2])),
+            "1 h:1 voter, 2 h:2 learner, 3 h:3 voter"
+        );
+    }
+
+    #[test]
+    fn a_follower_names_its_leader_and_its_url() {
+        let mut m = view(&[1, 2, 3], &[]);
+        m.current_leader = Some(3);
+        assert_eq!(
+            not_leader(&m),
+            MembershipError::NotLeader {
+                leader: Some(3),
+                leader_url: Some("ldap://h3".into()),
+            }
+        );
+        m.current_leader = None;
+        assert!(not_leader(&m).to_string().contains("knows no leader"));
+    }
 }
