@@ -15,7 +15,8 @@
 //!    While the learner takes entries it may take as long as it needs; once it takes none
 //!    for [`Timing::catch_up_stall`](crate::Timing::catch_up_stall) (it is down or
 //!    unreachable, or its address is wrong) the learner is removed again and the change
-//!    refused;
+//!    refused. A leadership lost meanwhile ends the wait: the learner stays, and the same
+//!    request on the new leader takes it up;
 //! 4. the learner becomes a voter: a joint configuration (the old voters and the new ones
 //!    must both agree), then the new one (openraft's `change_membership`).
 //!
