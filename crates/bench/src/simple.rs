@@ -243,6 +243,8 @@ pub struct ExtendedAnswer {
     pub code: ResultCode,
     /// The diagnostic message.
     pub message: String,
+    /// The referral URIs (with `referral`, 10).
+    pub referrals: Vec<String>,
     /// The responseValue.
     pub value: Option<Vec<u8>>,
 }
@@ -267,6 +269,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> SimpleConn<S> {
                 Some(ExtendedAnswer {
                     code: r.result.code,
                     message: String::from_utf8_lossy(r.result.diagnostic_message).into_owned(),
+                    referrals: r
+                        .result
+                        .referral
+                        .iter()
+                        .flat_map(|uris| uris.iter())
+                        .map(|uri| String::from_utf8_lossy(uri).into_owned())
+                        .collect(),
                     value: r.value.map(<[u8]>::to_vec),
                 })
             }

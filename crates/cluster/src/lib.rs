@@ -14,6 +14,9 @@
 //! - [`snapshot_state`]: the consensus state a snapshot's header carries;
 //! - [`snapshot_file`]: a snapshot file as openraft's snapshot data, read and written in
 //!   chunks;
+//! - [`state_machine`]: the store, applying committed entries;
+//! - [`member`]: what the configuration records of each member (Raft address, LDAP URL);
+//! - [`membership`]: nodes added to and removed from a running cluster, on its leader;
 //! - [`node`]: a running node, and the writer's way into the cluster;
 //! - [`read_index`]: linearizable reads, the read index asked once per round of readers;
 //! - [`status`]: a node's view of the cluster in plain terms, for monitoring;
@@ -27,6 +30,8 @@
 #![allow(clippy::result_large_err)]
 
 pub mod log_store;
+pub mod member;
+pub mod membership;
 pub mod network;
 pub mod node;
 pub mod raft_state;
@@ -37,4 +42,6 @@ pub mod state_machine;
 pub mod status;
 pub mod types;
 
+pub use member::Member;
+pub use membership::MembershipError;
 pub use node::{ClusterError, ClusterNode, Timing};

@@ -1,5 +1,7 @@
 //! A cluster node: openraft started on a replicated store, and the store's writer's
 //! [`Replicator`] (how the writer proposes writes and waits for them to be applied).
+//! Membership changes are [`crate::membership`]'s; a follower's referrals name the leader's
+//! LDAP URL as the cluster's configuration records it ([`Member`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,10 +14,12 @@ use larch_store::wal::Lsn;
 use larch_store::Store;
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
 use openraft::network::RaftNetworkFactory;
-use openraft::{BasicNode, Config, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use openraft::{Config, Raft, RaftMetrics, ServerState, SnapshotPolicy};
 use tokio::runtime::Handle;
 
 use crate::log_store::LogStore;
+use crate::member::Member;
+use crate::membership::{self, MembershipError};
 use crate::network::ReadIndex;
 use crate::read_index::ReadBarrier;
 use crate::state_machine::StateMachine;
@@ -52,7 +56,7 @@ pub struct Timing {
     /// See `election_min`.
     pub election_max: Duration,
     /// How long the writer waits for a write to be committed before answering
-    /// `unavailable`.
+    /// `unavailable`; also how long a membership change waits for each configuration.
     pub commit_timeout: Duration,
     /// A node writes a snapshot after this many entries were applied since its last one,
     /// and then purges its log up to `log_kept_after_snapshot` entries before it.
@@ -60,6 +64,9 @@ pub struct Timing {
     /// Entries of the log kept before a node's newest snapshot: a follower that is behind
     /// by fewer catches up from the log, one further behind is sent the snapshot.
     pub log_kept_after_snapshot: u64,
+    /// A node being added that takes no entry of the log for this long is not added
+    /// ([`crate::membership`]).
+    pub catch_up_stall: Duration,
 }
 
 /// Default of [`Timing::log_kept_after_snapshot`].
@@ -83,6 +90,7 @@ impl Default for Timing {
             commit_timeout: Duration::from_secs(10),
             snapshot_after_entries: DEFAULT_SNAPSHOT_AFTER_ENTRIES,
             log_kept_after_snapshot: DEFAULT_LOG_KEPT_AFTER_SNAPSHOT,
+            catch_up_stall: Duration::from_secs(15),
         }
     }
 }
@@ -110,9 +118,11 @@ pub struct ClusterNode {
     id: NodeId,
     raft: Raft<Larch>,
     state_machine: StateMachine,
-    client_urls: ClientUrls,
     read_barrier: ReadBarrier,
     on_lead: Arc<OnceLock<LeadHook>>,
+    timing: Timing,
+    /// Held while a membership change runs: one at a time.
+    changing: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for ClusterNode {
@@ -122,9 +132,6 @@ impl std::fmt::Debug for ClusterNode {
             .finish_non_exhaustive()
     }
 }
-
-/// Where clients reach each node (its LDAP URL), for the referrals of a follower.
-type ClientUrls = Arc<std::sync::RwLock<BTreeMap<NodeId, String>>>;
 
 /// What a node does when it starts to lead, before its first write of the term
 /// ([`ClusterNode::set_on_lead`]).
@@ -157,14 +164,12 @@ impl ClusterNode {
         let raft = Raft::new(id, config, network, log, state_machine.clone())
             .await
             .map_err(|e| ClusterError::Raft(e.to_string()))?;
-        let client_urls = ClientUrls::default();
         let on_lead = Arc::new(OnceLock::new());
         let proposer = Proposer {
             id,
             raft: raft.clone(),
             handle: Handle::current(),
             timeout: timing.commit_timeout,
-            client_urls: Arc::clone(&client_urls),
             on_lead: Arc::clone(&on_lead),
             led_term: AtomicU64::new(0),
         };
@@ -177,13 +182,14 @@ impl ClusterNode {
             read_barrier: ReadBarrier::new(id, raft.clone(), reads, timing.commit_timeout),
             raft,
             state_machine,
-            client_urls,
             on_lead,
+            timing,
+            changing: tokio::sync::Mutex::new(()),
         })
     }
 
     /// Makes a new cluster of `members` (on one node, once, before any other call).
-    pub async fn initialize(&self, members: BTreeMap<NodeId, BasicNode>) -> Result<(), ClusterError> {
+    pub async fn initialize(&self, members: BTreeMap<NodeId, Member>) -> Result<(), ClusterError> {
         match self.raft.initialize(members).await {
             Ok(()) => Ok(()),
             Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Err(ClusterError::AlreadyInitialized),
@@ -191,50 +197,34 @@ impl ClusterNode {
         }
     }
 
-    /// On the leader: adds node `id`, reached at `address`, and makes it a voter once it
-    /// has caught up with the log (a learner first, then a joint configuration, then the
-    /// new one). Returns once the new configuration is committed.
-    pub async fn add_node(&self, id: NodeId, address: &str) -> Result<(), ClusterError> {
-        self.raft
-            .add_learner(id, BasicNode::new(address), true)
-            .await
-            .map_err(|e| ClusterError::Raft(e.to_string()))?;
-        let mut voters: std::collections::BTreeSet<NodeId> = self
-            .metrics()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .collect();
-        voters.insert(id);
-        self.change_voters(voters).await
+    /// On the leader: adds node `id`, reached at `member`, as a learner, waits until it
+    /// has caught up with the log, then makes it a voter ([`crate::membership`]). Returns
+    /// once the new configuration is committed.
+    pub async fn add_node(&self, id: NodeId, member: Member) -> Result<(), MembershipError> {
+        let _one = self.one_change()?;
+        let t = &self.timing;
+        membership::add_node(
+            &self.raft,
+            self.id,
+            id,
+            member,
+            t.commit_timeout,
+            t.catch_up_stall,
+        )
+        .await
     }
 
-    /// On the leader: removes node `id` from the cluster. Returns once the configuration
-    /// without it is committed.
-    pub async fn remove_node(&self, id: NodeId) -> Result<(), ClusterError> {
-        let voters = self
-            .metrics()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .filter(|v| *v != id)
-            .collect();
-        self.change_voters(voters).await
+    /// On the leader: removes node `id` (which may be down) from the cluster
+    /// ([`crate::membership`]). Returns once the configuration without it is committed.
+    pub async fn remove_node(&self, id: NodeId) -> Result<(), MembershipError> {
+        let _one = self.one_change()?;
+        membership::remove_node(&self.raft, self.id, id, self.timing.commit_timeout).await
     }
 
-    async fn change_voters(&self, voters: std::collections::BTreeSet<NodeId>) -> Result<(), ClusterError> {
-        self.raft
-            .change_membership(voters, false)
-            .await
-            .map(drop)
-            .map_err(|e| ClusterError::Raft(e.to_string()))
-    }
-
-    /// Sets where clients reach each node: a write refused on a follower names the
-    /// leader's URL from this table (without one, the leader's address in the cluster's
-    /// configuration).
-    pub fn set_client_urls(&self, urls: BTreeMap<NodeId, String>) {
-        *self.client_urls.write().unwrap_or_else(|e| e.into_inner()) = urls;
+    fn one_change(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, MembershipError> {
+        self.changing.try_lock().map_err(|_| {
+            MembershipError::InProgress("another membership change is under way on this node".into())
+        })
     }
 
     /// Sets what this node does each time it starts to lead: `hook` runs on the store's
@@ -256,6 +246,14 @@ impl ClusterNode {
             .filter(|l| *l != self.id)
     }
 
+    /// Where clients reach node `id`, as the cluster's configuration records it.
+    pub fn client_url(&self, id: NodeId) -> Option<String> {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        let member = metrics.membership_config.membership().get_node(&id)?;
+        member.client_url().map(str::to_string)
+    }
+
     /// This node's number.
     pub fn id(&self) -> NodeId {
         self.id
@@ -267,7 +265,7 @@ impl ClusterNode {
     }
 
     /// What the engine reports now.
-    pub fn metrics(&self) -> RaftMetrics<NodeId, BasicNode> {
+    pub fn metrics(&self) -> RaftMetrics<NodeId, Member> {
         self.raft.metrics().borrow().clone()
     }
 
@@ -304,7 +302,6 @@ struct Proposer {
     raft: Raft<Larch>,
     handle: Handle,
     timeout: Duration,
-    client_urls: ClientUrls,
     on_lead: Arc<OnceLock<LeadHook>>,
     /// The last term whose first write ran the lead hook.
     led_term: AtomicU64,
@@ -322,23 +319,14 @@ impl Proposer {
         leadership
     }
 
-    fn not_leader(&self, metrics: &RaftMetrics<NodeId, BasicNode>) -> ReplicateError {
-        ReplicateError::NotLeader {
-            leader: metrics.current_leader.and_then(|l| self.client_url(l, metrics)),
-        }
-    }
-
-    /// Where clients reach node `id`.
-    fn client_url(&self, id: NodeId, metrics: &RaftMetrics<NodeId, BasicNode>) -> Option<String> {
-        let urls = self.client_urls.read().unwrap_or_else(|e| e.into_inner());
-        if urls.is_empty() {
-            return metrics
-                .membership_config
-                .membership()
-                .get_node(&id)
-                .map(|n| n.addr.clone());
-        }
-        urls.get(&id).cloned()
+    /// The refusal of a node that does not lead: the leader's LDAP URL as the cluster's
+    /// configuration records it, for a referral.
+    fn not_leader(&self, metrics: &RaftMetrics<NodeId, Member>) -> ReplicateError {
+        let url = metrics.current_leader.and_then(|l| {
+            let member = metrics.membership_config.membership().get_node(&l)?;
+            member.client_url().map(str::to_string)
+        });
+        ReplicateError::NotLeader { leader: url }
     }
 }
 
@@ -408,7 +396,7 @@ impl Replicator for Proposer {
 /// Returns once node `me` no longer leads, or its engine stopped: a write it proposed
 /// may then never be answered.
 async fn lost_leadership(
-    metrics: &mut tokio::sync::watch::Receiver<RaftMetrics<NodeId, BasicNode>>,
+    metrics: &mut tokio::sync::watch::Receiver<RaftMetrics<NodeId, Member>>,
     me: NodeId,
 ) {
     loop {

@@ -9,8 +9,9 @@
 //! in [`encode_membership`]'s form.
 
 use larch_store::consensus::EntryError;
-use openraft::{BasicNode, CommittedLeaderId, LogId, StoredMembership};
+use openraft::{CommittedLeaderId, LogId, StoredMembership};
 
+use crate::member::Member;
 use crate::types::{decode_membership, encode_membership, NodeId};
 
 const FORMAT: u8 = 1;
@@ -21,7 +22,7 @@ pub struct SnapshotState {
     /// The last entry applied.
     pub last: LogId<NodeId>,
     /// The configuration in force at `last`.
-    pub membership: StoredMembership<NodeId, BasicNode>,
+    pub membership: StoredMembership<NodeId, Member>,
 }
 
 impl SnapshotState {
@@ -107,9 +108,9 @@ mod tests {
     use super::*;
 
     fn state(with_id: bool) -> SnapshotState {
-        let nodes: BTreeMap<u64, BasicNode> = [(1, "127.0.0.1:1"), (2, "127.0.0.2:2")]
+        let nodes: BTreeMap<u64, Member> = [(1, "127.0.0.1:1"), (2, "127.0.0.2:2")]
             .into_iter()
-            .map(|(id, a)| (id, BasicNode::new(a)))
+            .map(|(id, a)| (id, Member::new(a, format!("ldap://{a}"))))
             .collect();
         let config = Membership::new(vec![BTreeSet::from([1, 2])], nodes);
         let id = with_id.then(|| LogId::new(CommittedLeaderId::new(2, 1), 4));

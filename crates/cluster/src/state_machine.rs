@@ -24,14 +24,14 @@ use larch_store::consensus::Applied;
 use larch_store::{ReplicatedSnapshot, Store};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
-    AnyError, BasicNode, EntryPayload, ErrorSubject, ErrorVerb, LogId, RaftSnapshotBuilder, SnapshotMeta,
-    StorageError, StorageIOError, StoredMembership,
+    AnyError, EntryPayload, ErrorSubject, ErrorVerb, LogId, RaftSnapshotBuilder, SnapshotMeta, StorageError,
+    StorageIOError, StoredMembership,
 };
 use tokio::io::AsyncWriteExt;
 
 use crate::snapshot_file::SnapshotFile;
 use crate::snapshot_state::SnapshotState;
-use crate::types::{lsn_of, to_replicated, Entry, Larch, NodeId};
+use crate::types::{lsn_of, to_replicated, Entry, Larch, Member, NodeId};
 
 /// The file a snapshot sent by the leader is written into, in the node's state directory
 /// (on the data directory's file system, so the store renames it into place).
@@ -41,7 +41,7 @@ pub const RECEIVING_FILE: &str = "snapshot.receiving";
 #[derive(Debug, Clone, Default)]
 struct AppliedState {
     last: Option<LogId<NodeId>>,
-    membership: StoredMembership<NodeId, BasicNode>,
+    membership: StoredMembership<NodeId, Member>,
 }
 
 /// The state machine; clones share it.
@@ -151,7 +151,7 @@ fn newest_state(
 }
 
 /// openraft's description of a snapshot with `state`.
-fn meta_of(state: &SnapshotState) -> SnapshotMeta<NodeId, BasicNode> {
+fn meta_of(state: &SnapshotState) -> SnapshotMeta<NodeId, Member> {
     let last = state.last;
     SnapshotMeta {
         last_log_id: Some(last),
@@ -183,7 +183,7 @@ impl RaftStateMachine<Larch> for StateMachine {
 
     async fn applied_state(
         &mut self,
-    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>), StorageError<NodeId>> {
+    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, Member>), StorageError<NodeId>> {
         let applied = lock(&self.applied).clone();
         Ok((applied.last, applied.membership))
     }
@@ -234,7 +234,7 @@ impl RaftStateMachine<Larch> for StateMachine {
 
     async fn install_snapshot(
         &mut self,
-        meta: &SnapshotMeta<NodeId, BasicNode>,
+        meta: &SnapshotMeta<NodeId, Member>,
         mut snapshot: Box<SnapshotFile>,
     ) -> Result<(), StorageError<NodeId>> {
         snapshot

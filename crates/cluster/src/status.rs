@@ -2,9 +2,9 @@
 //! `/metrics`, `larch cluster status`), without openraft's types.
 
 use larch_store::wal::Lsn;
-use openraft::{BasicNode, RaftMetrics, ServerState};
+use openraft::{RaftMetrics, ServerState};
 
-use crate::types::{lsn_of, NodeId};
+use crate::types::{lsn_of, Member, NodeId};
 
 /// What a node does in the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub struct Status {
 
 impl Status {
     /// The status in `metrics`.
-    pub fn from_metrics(m: &RaftMetrics<NodeId, BasicNode>) -> Status {
+    pub fn from_metrics(m: &RaftMetrics<NodeId, Member>) -> Status {
         let membership = m.membership_config.membership();
         Status {
             node_id: m.id,
@@ -73,7 +73,7 @@ impl Status {
             last_log_lsn: m.last_log_index.map_or(0, larch_store::consensus::lsn_of_index),
             applied_lsn: m.last_applied.as_ref().map_or(0, lsn_of),
             voters: membership.voter_ids().collect(),
-            members: membership.nodes().map(|(id, n)| (*id, n.addr.clone())).collect(),
+            members: membership.nodes().map(|(id, n)| (*id, n.raft.clone())).collect(),
         }
     }
 }

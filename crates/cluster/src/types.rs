@@ -7,17 +7,18 @@ use larch_store::consensus::{
     index_of_lsn, lsn_of_index, Applied, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteBatch,
 };
 use larch_store::wal::Lsn;
-pub use openraft::BasicNode;
 use openraft::{CommittedLeaderId, EntryPayload, LogId, Membership};
+
+pub use crate::member::Member;
 
 openraft::declare_raft_types!(
     /// Larch's instance of openraft: a batch of writes in, what applying it did out; nodes
-    /// named by a number and reached at an address.
+    /// named by a number, each a [`Member`] (Raft address and LDAP URL).
     pub Larch:
         D = WriteBatch,
         R = Applied,
         NodeId = u64,
-        Node = BasicNode,
+        Node = Member,
         Entry = openraft::Entry<Larch>,
         SnapshotData = crate::snapshot_file::SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
@@ -28,7 +29,7 @@ pub type NodeId = u64;
 /// An entry of openraft's log.
 pub type Entry = openraft::Entry<Larch>;
 /// A cluster configuration.
-pub type ClusterMembership = Membership<NodeId, BasicNode>;
+pub type ClusterMembership = Membership<NodeId, Member>;
 
 /// The LSN of an entry.
 pub fn lsn_of(log_id: &LogId<NodeId>) -> Lsn {
@@ -73,7 +74,8 @@ pub fn from_replicated(lsn: Lsn, entry: ReplicatedEntry) -> Result<Entry, EntryE
 
 /// A configuration as the log keeps it. Little-endian: the number of voter sets (u32;
 /// two while a change is joint), each a count (u32) and node IDs (u64); then the number of
-/// nodes (u32), each an ID (u64) and its address (u32 length, UTF-8).
+/// nodes (u32), each an ID (u64), its Raft address and its LDAP URL (each a u32 length and
+/// UTF-8; the URL may be empty).
 pub fn encode_membership(m: &ClusterMembership) -> Vec<u8> {
     let mut out = Vec::new();
     let sets = m.get_joint_config();
@@ -88,8 +90,8 @@ pub fn encode_membership(m: &ClusterMembership) -> Vec<u8> {
     out.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
     for (id, node) in nodes {
         out.extend_from_slice(&id.to_le_bytes());
-        out.extend_from_slice(&(node.addr.len() as u32).to_le_bytes());
-        out.extend_from_slice(node.addr.as_bytes());
+        put_text(&mut out, &node.raft);
+        put_text(&mut out, &node.ldap_url);
     }
     out
 }
@@ -108,15 +110,20 @@ pub fn decode_membership(bytes: &[u8]) -> Result<ClusterMembership, EntryError> 
     let mut nodes = BTreeMap::new();
     for _ in 0..r.count()? {
         let id = r.u64()?;
-        let len = r.count()?;
-        let addr =
-            std::str::from_utf8(r.take(len)?).map_err(|_| EntryError("a node address is not UTF-8"))?;
-        nodes.insert(id, BasicNode::new(addr));
+        let raft = r.text("a node's Raft address is not UTF-8")?;
+        let ldap_url = r.text("a node's LDAP URL is not UTF-8")?;
+        nodes.insert(id, Member::new(raft, ldap_url));
     }
     if !r.0.is_empty() {
         return Err(EntryError("octets after the membership"));
     }
     Ok(Membership::new(sets, nodes))
+}
+
+/// A length (u32) and the text's octets.
+fn put_text(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -137,6 +144,12 @@ impl<'a> Reader<'a> {
         Ok(n)
     }
 
+    /// [`put_text`]'s form.
+    fn text(&mut self, not_utf8: &'static str) -> Result<&'a str, EntryError> {
+        let len = self.count()?;
+        std::str::from_utf8(self.take(len)?).map_err(|_| EntryError(not_utf8))
+    }
+
     fn u64(&mut self) -> Result<u64, EntryError> {
         Ok(u64::from_le_bytes(
             self.take(8)?.try_into().map_err(|_| EntryError("short"))?,
@@ -149,10 +162,14 @@ mod tests {
     use super::*;
 
     fn membership() -> ClusterMembership {
-        let nodes: BTreeMap<u64, BasicNode> = [(1, "127.0.0.1:1"), (2, "127.0.0.2:2"), (3, "127.0.0.3:3")]
-            .into_iter()
-            .map(|(id, a)| (id, BasicNode::new(a)))
-            .collect();
+        let nodes: BTreeMap<u64, Member> = [
+            (1, "127.0.0.1:1", "ldap://127.0.0.1:389"),
+            (2, "127.0.0.2:2", "ldaps://[::1]:636"),
+            (3, "127.0.0.3:3", ""),
+        ]
+        .into_iter()
+        .map(|(id, a, u)| (id, Member::new(a, u)))
+        .collect();
         Membership::new(vec![BTreeSet::from([1, 2, 3]), BTreeSet::from([1, 2])], nodes)
     }
 
@@ -160,6 +177,29 @@ mod tests {
     fn a_membership_round_trips() {
         let m = membership();
         assert_eq!(decode_membership(&encode_membership(&m)), Ok(m));
+    }
+
+    #[test]
+    fn a_member_is_kept_as_documented() {
+        let one = Membership::new(
+            vec![BTreeSet::from([7])],
+            BTreeMap::from([(7, Member::new("h:1", "ldap://h"))]),
+        );
+        let mut expected = Vec::new();
+        expected.extend_from_slice(&1u32.to_le_bytes()); // one voter set
+        expected.extend_from_slice(&1u32.to_le_bytes()); // of one node
+        expected.extend_from_slice(&7u64.to_le_bytes());
+        expected.extend_from_slice(&1u32.to_le_bytes()); // one node
+        expected.extend_from_slice(&7u64.to_le_bytes());
+        expected.extend_from_slice(&3u32.to_le_bytes());
+        expected.extend_from_slice(b"h:1");
+        expected.extend_from_slice(&8u32.to_le_bytes());
+        expected.extend_from_slice(b"ldap://h");
+        assert_eq!(encode_membership(&one), expected);
+        assert_eq!(decode_membership(&expected), Ok(one));
+        let mut not_utf8 = expected.clone();
+        *not_utf8.last_mut().unwrap() = 0xff;
+        assert!(decode_membership(&not_utf8).is_err());
     }
 
     #[test]

@@ -13,14 +13,14 @@ use std::time::Duration;
 use common::{add, add_suffix, content, start_node_with, write, Cluster, Node};
 use larch_cluster::network::codec::{decode_frame_body, encode_frame, frame_len, Message};
 use larch_cluster::network::tcp::{serve, serve_with, PeerLimits, Security, TcpNetwork};
-use larch_cluster::types::Larch;
+use larch_cluster::types::{Larch, Member};
 use larch_store::consensus::ReplicateError;
 use larch_store::storage::FaultStorage;
 use larch_store::StoreError;
 use openraft::error::RPCError;
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{VoteRequest, VoteResponse};
-use openraft::{BasicNode, Vote};
+use openraft::Vote;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
     KeyPair, KeyUsagePurpose,
@@ -55,8 +55,10 @@ impl TcpCluster {
             tokio::spawn(serve(listener, raft, security.clone(), stop.clone()));
             nodes.insert(*id, node);
         }
-        let members: BTreeMap<u64, BasicNode> =
-            addresses.iter().map(|(id, a)| (*id, BasicNode::new(a))).collect();
+        let members: BTreeMap<u64, Member> = addresses
+            .iter()
+            .map(|(id, a)| (*id, Member::new(a, format!("ldap://{a}"))))
+            .collect();
         nodes[&1].node.initialize(members).await.unwrap();
         TcpCluster {
             cluster: Cluster::of_nodes(nodes),
@@ -178,7 +180,7 @@ async fn a_follower_names_the_leader(c: &TcpCluster, leader: u64) {
     let refused = write(&c.node(follower).store, add("x", "y")).await;
     match refused {
         Err(StoreError::Replication(ReplicateError::NotLeader { leader: named })) => {
-            assert_eq!(named.as_ref(), Some(&c.addresses[&leader]));
+            assert_eq!(named, Some(format!("ldap://{}", c.addresses[&leader])));
         }
         other => panic!("a follower took a write: {other:?}"),
     }
@@ -213,7 +215,7 @@ async fn writes_on_the_leader_reach_every_node_over_mutual_tls() {
 /// A vote request that changes nothing (term 0 is below any node's), to see whether a
 /// node answers a caller.
 async fn harmless_vote(network: &mut TcpNetwork, target: u64, addr: &str) -> Result<(), String> {
-    let mut client = network.new_client(target, &BasicNode::new(addr)).await;
+    let mut client = network.new_client(target, &Member::new(addr, "")).await;
     let request = VoteRequest::new(Vote::new(0, 99), None);
     match client.vote(request, RPCOption::new(Duration::from_secs(5))).await {
         Ok(reply) if !reply.vote_granted => Ok(()),
@@ -365,7 +367,7 @@ async fn a_caller_fails_as_openraft_expects_and_dials_again() {
     let addr = listener.local_addr().unwrap().to_string();
     drop(listener);
     let mut network = TcpNetwork::new(1, &Security::Plain);
-    let mut client = network.new_client(2, &BasicNode::new(&addr)).await;
+    let mut client = network.new_client(2, &Member::new(&addr, "")).await;
     assert_eq!(
         vote_within(&mut client, Duration::from_secs(5)).await,
         RpcResult::Unreachable
@@ -375,7 +377,7 @@ async fn a_caller_fails_as_openraft_expects_and_dials_again() {
     let addr = listener.local_addr().unwrap().to_string();
     let script = vec![Peer::Hangs, Peer::Answers, Peer::Answers];
     let peer = tokio::spawn(scripted_peer(listener, script));
-    let mut client = network.new_client(2, &BasicNode::new(&addr)).await;
+    let mut client = network.new_client(2, &Member::new(&addr, "")).await;
     let ttl = Duration::from_millis(300);
     // The connection is dropped mid-call; the next call dials again.
     assert_eq!(vote_within(&mut client, ttl).await, RpcResult::Network);

@@ -1,6 +1,6 @@
 //! What the administrative commands that talk to a running server share (`larch backup`,
-//! `larch status`): the password from `-w` or `-y`, and one connection to the server's URL,
-//! plain, `ldaps://` or StartTLS, bound as the administrator.
+//! `larch status`, `larch cluster`): the password from `-w` or `-y`, and one connection to
+//! the server's URL, plain, `ldaps://` or StartTLS, bound as the administrator.
 
 use std::path::PathBuf;
 

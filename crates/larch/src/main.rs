@@ -27,6 +27,7 @@ use larch_proto::SearchScope;
 mod alloc;
 mod backup_cmd;
 mod check_config_cmd;
+mod cluster_cmd;
 mod error_log;
 mod import_unique;
 mod ldap_client;
@@ -72,7 +73,7 @@ enum Command {
     Restore(backup_cmd::RestoreArgs),
     /// A running server's state in a few lines, read from its cn=Monitor.
     Status(status_cmd::StatusArgs),
-    /// A cluster node's view of its cluster: `larch cluster status`.
+    /// A cluster: `larch cluster status`, `add-node`, `remove-node`.
     #[command(subcommand)]
     Cluster(ClusterCommand),
     /// Hash a password into a userPassword value, as OpenLDAP's slappasswd.
@@ -92,6 +93,11 @@ enum ClusterCommand {
     /// The node's role, the leader, the term, how far its log and store reach, and the
     /// members, read from its cn=Cluster,cn=Monitor (docs/cluster.md).
     Status(status_cmd::StatusArgs),
+    /// Add a node to a running cluster: it joins as a learner, catches up with the log,
+    /// then votes (docs/cluster.md, "Adding and removing nodes").
+    AddNode(cluster_cmd::AddNodeArgs),
+    /// Remove a node (running or down, the leader included) from a running cluster.
+    RemoveNode(cluster_cmd::RemoveNodeArgs),
 }
 
 /// `larch gen`.
@@ -349,6 +355,12 @@ fn main() -> ExitCode {
         Some(Command::Status(args)) => report("status", status_cmd::status(args)),
         Some(Command::Cluster(ClusterCommand::Status(args))) => {
             report("cluster status", status_cmd::cluster_status(args))
+        }
+        Some(Command::Cluster(ClusterCommand::AddNode(args))) => {
+            report("cluster add-node", cluster_cmd::add_node(args))
+        }
+        Some(Command::Cluster(ClusterCommand::RemoveNode(args))) => {
+            report("cluster remove-node", cluster_cmd::remove_node(args))
         }
         Some(Command::Migrate(args)) => migrate::migrate(args),
     }

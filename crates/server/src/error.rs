@@ -1,7 +1,9 @@
 //! The one place where failures become LDAP results: [`OpError`] carries the RFC 4511
 //! result code, the matchedDN and a diagnostic message for a person, and every error type
-//! an operation can meet (model, store, DN, decoding) converts into it here.
+//! an operation can meet (model, store, DN, decoding, a cluster membership change)
+//! converts into it here.
 
+use larch_cluster::MembershipError;
 use larch_model::dn::DnError;
 use larch_model::ModelError;
 use larch_proto::controls::PasswordPolicyError;
@@ -158,5 +160,82 @@ impl From<DecodeError> for OpError {
     /// extended operation's value): `protocolError`.
     fn from(e: DecodeError) -> OpError {
         OpError::protocol(e.to_string())
+    }
+}
+
+impl From<MembershipError> for OpError {
+    /// A cluster membership change not made (`larch cluster add-node`, `remove-node`): on
+    /// a follower, a referral to the leader's LDAP URL as for a write (`unavailable` while
+    /// no leader, or none with a known URL); `unwillingToPerform` when the change makes no
+    /// sense for this cluster (a member already, not a member, the last voter, an address
+    /// taken, a node that never caught up); `busy` while another change runs;
+    /// `unavailable` when a configuration was not committed in time, or the engine failed.
+    fn from(e: MembershipError) -> OpError {
+        match e {
+            MembershipError::NotLeader {
+                leader: Some(leader),
+                leader_url: Some(url),
+            } => OpError {
+                message: format!("this server is a follower in a cluster: ask its leader, node {leader}"),
+                ..OpError::referral("", vec![url])
+            },
+            MembershipError::NotLeader { leader: None, .. } => OpError::new(
+                ResultCode::UNAVAILABLE,
+                "no leader is known now (an election, or no majority): try again once one is elected",
+            ),
+            MembershipError::NotLeader {
+                leader: Some(leader), ..
+            } => OpError::new(
+                ResultCode::UNAVAILABLE,
+                format!(
+                    "this server is a follower and knows no LDAP URL of its leader, node {leader}: ask it"
+                ),
+            ),
+            MembershipError::Refused(why) => OpError::unwilling(why),
+            MembershipError::InProgress(why) => OpError::new(ResultCode::BUSY, why),
+            MembershipError::Unconfirmed(why) => OpError::new(ResultCode::UNAVAILABLE, why),
+            other => OpError::new(ResultCode::UNAVAILABLE, other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn membership_refusals_become_the_documented_results() {
+        let referral = OpError::from(MembershipError::NotLeader {
+            leader: Some(2),
+            leader_url: Some("ldap://b".into()),
+        });
+        assert_eq!(referral.code, ResultCode::REFERRAL);
+        assert_eq!(referral.referrals, vec!["ldap://b".to_string()]);
+        let cases = [
+            (
+                MembershipError::NotLeader {
+                    leader: None,
+                    leader_url: None,
+                },
+                ResultCode::UNAVAILABLE,
+            ),
+            (
+                MembershipError::NotLeader {
+                    leader: Some(2),
+                    leader_url: None,
+                },
+                ResultCode::UNAVAILABLE,
+            ),
+            (
+                MembershipError::Refused("x".into()),
+                ResultCode::UNWILLING_TO_PERFORM,
+            ),
+            (MembershipError::InProgress("x".into()), ResultCode::BUSY),
+            (MembershipError::Unconfirmed("x".into()), ResultCode::UNAVAILABLE),
+            (MembershipError::Engine("x".into()), ResultCode::UNAVAILABLE),
+        ];
+        for (e, code) in cases {
+            assert_eq!(OpError::from(e.clone()).code, code, "{e:?}");
+        }
     }
 }

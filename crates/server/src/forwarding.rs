@@ -14,7 +14,7 @@
 //!    to the client as it is);
 //! 2. a write to a DN outside the directory's suffixes runs here (the answer is the same
 //!    on every node);
-//! 3. otherwise it goes to the leader's `ldap_url` (`[[cluster.members]]`) through the
+//! 3. otherwise it goes to the leader's `ldap_url` (the cluster's configuration) through the
 //!    chain to that URL: one pool of bound connections per leader, made at the first write
 //!    it leads for, replaced when another node leads, dropped at the first write that
 //!    finds this node leading or no leader known; the client's identity travels as a
@@ -28,7 +28,6 @@
 //! as with `writes = "refer"`. A chain that cannot be made (an unreadable `ca_file`) sends
 //! the write the same way, and the error log says why.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -47,8 +46,6 @@ use crate::syncrepl::read_only::Route;
 /// A follower's forwarding of writes to the leader.
 pub struct Forwarding {
     node: Arc<ClusterNode>,
-    /// Each member's `ldap_url`, by node number.
-    urls: BTreeMap<u64, String>,
     settings: ForwardSettings,
     max_pdu: usize,
     /// The chain to the leader last forwarded to.
@@ -76,17 +73,12 @@ impl Forwarding {
     ) -> Result<Forwarding, String> {
         let forwarding = Forwarding {
             node,
-            urls: cluster
-                .members
-                .iter()
-                .map(|m| (m.id, m.ldap_url.clone()))
-                .collect(),
             settings: settings.clone(),
             max_pdu,
             current: Mutex::new(None),
             holds_chain: AtomicBool::new(false),
         };
-        for url in forwarding.urls.values() {
+        for url in cluster.members.iter().filter_map(|m| m.ldap_url.as_deref()) {
             let upstream = forwarding.upstream(url)?;
             ClientTls::new(&upstream).map_err(|e| format!("cluster.ca_file, for {url}: {e}"))?;
         }
@@ -100,7 +92,8 @@ impl Forwarding {
             self.drop_chain();
             return None;
         };
-        let url = self.urls.get(&leader)?;
+        let url = self.node.client_url(leader)?;
+        let url = url.as_str();
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(chain) = current.as_ref().filter(|c| c.url() == url) {
             return Some(Arc::clone(chain));

@@ -31,7 +31,8 @@
 //!   presence octet (0 or 1) first;
 //! - bool: one octet, 0 or 1;
 //! - octets and text: a length (u32) and the octets (text: UTF-8);
-//! - membership: [`encode_membership`]'s form, as octets;
+//! - membership: [`encode_membership`]'s form (each member's Raft address and LDAP URL),
+//!   as octets;
 //! - entry: its log ID, then the store's [`ReplicatedEntry::encode`] form as octets (the
 //!   entry's term and leader appear in both, and must agree).
 //!
@@ -46,10 +47,10 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, CommittedLeaderId, LogId, SnapshotMeta, StoredMembership, Vote};
+use openraft::{CommittedLeaderId, LogId, SnapshotMeta, StoredMembership, Vote};
 
 use crate::types::{
-    decode_membership, encode_membership, from_replicated, to_replicated, Entry, Larch, NodeId,
+    decode_membership, encode_membership, from_replicated, to_replicated, Entry, Larch, Member, NodeId,
 };
 
 /// The largest frame, not counting its length field: 64 MiB. A peer announcing more is
@@ -157,8 +158,8 @@ impl RemoteFailure {
     pub fn into_rpc_error<E: Error>(
         self,
         target: NodeId,
-        node: &BasicNode,
-    ) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
+        node: &Member,
+    ) -> RPCError<NodeId, Member, RaftError<NodeId, E>> {
         let remote = |fatal| {
             RPCError::RemoteError(RemoteError::new_with_node(
                 target,
@@ -172,7 +173,7 @@ impl RemoteFailure {
             FailureKind::Other => {
                 let why = std::io::Error::other(format!(
                     "node {target} at {} could not serve the call: {}",
-                    node.addr, self.text
+                    node.raft, self.text
                 ));
                 RPCError::Network(NetworkError::new(&why))
             }
@@ -582,11 +583,10 @@ mod tests {
     }
 
     fn membership() -> ClusterMembership {
-        let nodes: BTreeMap<u64, BasicNode> =
-            [(1, "127.0.0.1:7001"), (2, "127.0.0.1:7002"), (3, "[::1]:7003")]
-                .into_iter()
-                .map(|(id, a)| (id, BasicNode::new(a)))
-                .collect();
+        let nodes: BTreeMap<u64, Member> = [(1, "127.0.0.1:7001"), (2, "127.0.0.1:7002"), (3, "[::1]:7003")]
+            .into_iter()
+            .map(|(id, a)| (id, Member::new(a, format!("ldap://{a}"))))
+            .collect();
         Membership::new(vec![BTreeSet::from([1, 2, 3])], nodes)
     }
 
@@ -772,7 +772,7 @@ mod tests {
 
     #[test]
     fn remote_failures_become_errors_a_person_understands() {
-        let node = BasicNode::new("127.0.0.1:7002");
+        let node = Member::new("127.0.0.1:7002", "ldap://127.0.0.1:3892");
         let stopped = RemoteFailure::from_raft_error(&RaftError::<NodeId>::Fatal(Fatal::Stopped));
         assert_eq!(stopped.kind, FailureKind::Stopped);
         let error = stopped.into_rpc_error::<std::convert::Infallible>(2, &node);

@@ -14,10 +14,10 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, Raft};
+use openraft::Raft;
 
 use super::{ReadIndex, ReadIndexResult};
-use crate::types::{Larch, NodeId};
+use crate::types::{Larch, Member, NodeId};
 
 /// The faults a router injects.
 #[derive(Debug, Clone, Default)]
@@ -146,7 +146,7 @@ pub struct Network {
 impl RaftNetworkFactory<Larch> for Network {
     type Network = Connection;
 
-    async fn new_client(&mut self, target: NodeId, _node: &BasicNode) -> Connection {
+    async fn new_client(&mut self, target: NodeId, _node: &Member) -> Connection {
         Connection {
             router: self.router.clone(),
             from: self.from,
@@ -159,7 +159,7 @@ impl ReadIndex for Network {
     fn read_index(
         &self,
         leader: NodeId,
-        _node: BasicNode,
+        _node: Member,
         timeout: Duration,
     ) -> Pin<Box<dyn Future<Output = ReadIndexResult> + Send + 'static>> {
         let link = Connection {
@@ -191,7 +191,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    async fn target<E: std::error::Error>(&self) -> Result<Raft<Larch>, RPCError<NodeId, BasicNode, E>> {
+    async fn target<E: std::error::Error>(&self) -> Result<Raft<Larch>, RPCError<NodeId, Member, E>> {
         let (node, delay) = self
             .router
             .route(self.from, self.to)
@@ -203,7 +203,7 @@ impl Connection {
     }
 
     /// The reply may be lost too (the link may be cut meanwhile).
-    fn reply_path<E: std::error::Error>(&self) -> Result<(), RPCError<NodeId, BasicNode, E>> {
+    fn reply_path<E: std::error::Error>(&self) -> Result<(), RPCError<NodeId, Member, E>> {
         let cut = self.router.lock().faults.cut.contains(&(self.to, self.from));
         if cut {
             let e = std::io::Error::new(std::io::ErrorKind::NotConnected, "the reply's link is cut");
@@ -218,7 +218,7 @@ impl RaftNetwork<Larch> for Connection {
         &mut self,
         rpc: AppendEntriesRequest<Larch>,
         _option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
         let node = self.target().await?;
         let reply = node
             .append_entries(rpc)
@@ -234,7 +234,7 @@ impl RaftNetwork<Larch> for Connection {
         _option: RPCOption,
     ) -> Result<
         InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+        RPCError<NodeId, Member, RaftError<NodeId, InstallSnapshotError>>,
     > {
         let node = self.target().await?;
         let reply = node
@@ -249,7 +249,7 @@ impl RaftNetwork<Larch> for Connection {
         &mut self,
         rpc: VoteRequest<NodeId>,
         _option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
         let node = self.target().await?;
         let reply = node
             .vote(rpc)

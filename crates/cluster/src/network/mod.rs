@@ -9,7 +9,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use openraft::{BasicNode, LogId};
+use openraft::LogId;
+
+use crate::member::Member;
 
 use crate::types::NodeId;
 
@@ -25,7 +27,7 @@ pub trait ReadIndex: Send + Sync + 'static {
     fn read_index(
         &self,
         leader: NodeId,
-        node: BasicNode,
+        node: Member,
         timeout: Duration,
     ) -> Pin<Box<dyn Future<Output = ReadIndexResult> + Send + 'static>>;
 }

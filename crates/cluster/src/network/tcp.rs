@@ -3,7 +3,7 @@
 //! Messages travel as [`codec`](super::codec) frames: a request, then its reply with the
 //! same request ID, one call at a time on each connection.
 //!
-//! The caller side dials a node's address (`host:port`, as its [`BasicNode`] says) on its
+//! The caller side dials a node's address (`host:port`, as its [`Member`] says) on its
 //! first call and keeps the connection; a call that fails for any reason drops it, and the
 //! next call dials again. Failures reach openraft as it expects them: a node that cannot
 //! be dialed (or whose TLS handshake fails) is `Unreachable` (openraft then backs off), an
@@ -33,7 +33,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, Raft};
+use openraft::Raft;
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -44,7 +44,7 @@ use super::codec::{
     decode_frame_body, encode_frame, frame_len, CodecError, Message, RemoteFailure, LENGTH_OCTETS,
 };
 use super::{ReadIndex, ReadIndexResult};
-use crate::types::{Larch, NodeId};
+use crate::types::{Larch, Member, NodeId};
 
 /// How long a peer may take to complete the TLS handshake of a connection it opened.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -144,7 +144,7 @@ impl ReadIndex for TcpNetwork {
     fn read_index(
         &self,
         leader: NodeId,
-        node: BasicNode,
+        node: Member,
         timeout: Duration,
     ) -> Pin<Box<dyn Future<Output = ReadIndexResult> + Send + 'static>> {
         let this = self.clone();
@@ -180,7 +180,7 @@ impl ReadIndex for TcpNetwork {
 impl RaftNetworkFactory<Larch> for TcpNetwork {
     type Network = TcpConnection;
 
-    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> TcpConnection {
+    async fn new_client(&mut self, target: NodeId, node: &Member) -> TcpConnection {
         TcpConnection {
             from: self.id,
             target,
@@ -196,7 +196,7 @@ impl RaftNetworkFactory<Larch> for TcpNetwork {
 pub struct TcpConnection {
     from: NodeId,
     target: NodeId,
-    node: BasicNode,
+    node: Member,
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The open connection, if any. Taken out during a call and put back only once the
     /// call succeeded, so a call that failed or was abandoned midway leaves none behind.
@@ -204,12 +204,12 @@ pub struct TcpConnection {
     last_request_id: u64,
 }
 
-type CallError<E> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
+type CallError<E> = RPCError<NodeId, Member, RaftError<NodeId, E>>;
 
 impl TcpConnection {
     /// Opens the connection: TCP, then the TLS handshake if configured.
     async fn dial(&self) -> io::Result<BoxedStream> {
-        let addr = &self.node.addr;
+        let addr = &self.node.raft;
         let tcp = TcpStream::connect(addr).await?;
         tcp.set_nodelay(true)?;
         let Some(config) = &self.tls else {
@@ -223,7 +223,7 @@ impl TcpConnection {
     fn unreachable<E: Error>(&self, e: &io::Error) -> CallError<E> {
         let why = io::Error::new(
             e.kind(),
-            format!("cannot reach node {} at {}: {e}", self.target, self.node.addr),
+            format!("cannot reach node {} at {}: {e}", self.target, self.node.raft),
         );
         RPCError::Unreachable(Unreachable::new(&why))
     }
@@ -233,7 +233,7 @@ impl TcpConnection {
             e.kind(),
             format!(
                 "the call to node {} at {} failed: {e}",
-                self.target, self.node.addr
+                self.target, self.node.raft
             ),
         );
         RPCError::Network(NetworkError::new(&why))
@@ -317,7 +317,7 @@ impl RaftNetwork<Larch> for TcpConnection {
         &mut self,
         rpc: AppendEntriesRequest<Larch>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
         let reply = self
             .call(
                 Message::AppendEntriesRequest(rpc),
@@ -337,7 +337,7 @@ impl RaftNetwork<Larch> for TcpConnection {
         option: RPCOption,
     ) -> Result<
         InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+        RPCError<NodeId, Member, RaftError<NodeId, InstallSnapshotError>>,
     > {
         let reply = self
             .call(
@@ -356,7 +356,7 @@ impl RaftNetwork<Larch> for TcpConnection {
         &mut self,
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
         let reply = self
             .call(Message::VoteRequest(rpc), &option, RPCTypes::Vote)
             .await?;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use larch_cluster::network::memory::Router;
 use larch_cluster::network::ReadIndex;
-use larch_cluster::types::Larch;
+use larch_cluster::types::{Larch, Member};
 use larch_cluster::{ClusterNode, Timing};
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
@@ -19,7 +19,7 @@ use larch_store::storage::FaultStorage;
 use larch_store::wal::SyncPolicy;
 use larch_store::{Store, StoreError, StoreOptions, Version};
 use openraft::network::RaftNetworkFactory;
-use openraft::{BasicNode, ServerState};
+use openraft::ServerState;
 
 pub const SUFFIX: &str = "dc=example,dc=com";
 
@@ -36,6 +36,7 @@ pub fn timing() -> Timing {
         election_min: Duration::from_millis(200),
         election_max: Duration::from_millis(400),
         commit_timeout: Duration::from_secs(2),
+        catch_up_stall: Duration::from_secs(2),
         ..Timing::default()
     }
 }
@@ -187,8 +188,15 @@ pub struct Cluster {
     pub timing: Timing,
 }
 
+/// Where clients reach node `id` (the memory transport needs no Raft address, but the
+/// configuration records one).
 pub fn address(id: u64) -> String {
     format!("ldap://127.0.0.{id}:389")
+}
+
+/// Node `id` as the cluster's configuration records it.
+pub fn member(id: u64) -> Member {
+    Member::new(format!("127.0.0.{id}:7389"), address(id))
 }
 
 async fn start_node(router: &Router, id: u64, storage: FaultStorage, timing: Timing) -> Node {
@@ -254,7 +262,7 @@ impl Cluster {
                 start_node(&router, id, FaultStorage::new(seed ^ id), timing).await,
             );
         }
-        let members: BTreeMap<u64, BasicNode> = (1..=n).map(|id| (id, BasicNode::new(address(id)))).collect();
+        let members: BTreeMap<u64, Member> = (1..=n).map(|id| (id, member(id))).collect();
         nodes[&1].node.initialize(members).await.unwrap();
         let cluster = Cluster {
             router,
@@ -325,7 +333,7 @@ impl Cluster {
         self.add_fresh(new_id).await;
         self.nodes[&leader]
             .node
-            .add_node(new_id, &address(new_id))
+            .add_node(new_id, member(new_id))
             .await
             .unwrap();
         self.ids.push(new_id);

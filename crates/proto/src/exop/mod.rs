@@ -15,6 +15,7 @@
 
 mod backup;
 mod cancel;
+mod cluster;
 mod notice;
 mod password_modify;
 mod snapshot;
@@ -22,6 +23,7 @@ mod whoami;
 
 pub use backup::{BackupRequest, BackupResponse};
 pub use cancel::CancelRequest;
+pub use cluster::{AddNodeRequest, RemoveNodeRequest};
 pub use notice::{notice_of_disconnection, notice_with_code};
 pub use password_modify::{PasswordModifyRequest, PasswordModifyResponse};
 pub use snapshot::{SnapshotDone, SnapshotPiece};
@@ -50,6 +52,14 @@ pub const BACKUP: &str = "2.25.268705614682925665270291760309126455850.1.1";
 /// directory, the file itself in pieces, to a new replica; the administrator's only.
 /// Values: [`SnapshotPiece`] (in IntermediateResponses), [`SnapshotDone`].
 pub const SNAPSHOT_TRANSFER: &str = "2.25.268705614682925665270291760309126455850.1.2";
+/// Larch's cluster membership change, adding a node (`LARCH_ARC`.1.3): the cluster's
+/// leader adds a node as a learner, waits until it has caught up with the log, then makes it
+/// a voter; the administrator's only. Value: [`AddNodeRequest`]; the answer has none.
+pub const CLUSTER_ADD_NODE: &str = "2.25.268705614682925665270291760309126455850.1.3";
+/// Larch's cluster membership change, removing a node (`LARCH_ARC`.1.4): the cluster's
+/// leader removes a node (running or not) from the cluster; the administrator's only.
+/// Value: [`RemoveNodeRequest`]; the answer has none.
+pub const CLUSTER_REMOVE_NODE: &str = "2.25.268705614682925665270291760309126455850.1.4";
 /// Notice of Disconnection (RFC 4511 section 4.4.1), an unsolicited notification.
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
 

@@ -1,24 +1,27 @@
 //! This server as a node of a cluster (`[cluster]`, `docs/cluster.md`): the store's log is
 //! the cluster's replicated log (`larch_cluster`), writes are made on the leader and
 //! applied by every node, and a follower forwards a client's write to the leader
-//! ([`crate::forwarding`]), or refers it there (`crate::error`'s mapping of
+//! ([`crate::forwarding`]), or refers it to the leader's LDAP URL as the cluster's
+//! configuration records it (`crate::error`'s mapping of
 //! [`ReplicateError::NotLeader`]).
 //!
 //! Starting, in steps ([`start`]):
 //! 1. the Raft transport's security: plain TCP, or TLS with client certificates
 //!    ([`tls`]);
-//! 2. the node on the directory's store ([`larch_cluster::ClusterNode`]), told where
-//!    clients reach each member;
+//! 2. the node on the directory's store ([`larch_cluster::ClusterNode`]);
 //! 3. the transport's listener (`cluster.listen`);
 //! 4. with `cluster.bootstrap`, on a node whose log is empty: the cluster of
-//!    `cluster.members` is created;
+//!    `cluster.members` is created, each member's Raft address and LDAP URL in its first
+//!    configuration (a node without `bootstrap` waits for a leader to send it the log,
+//!    configurations included: `larch cluster add-node` on the leader,
+//!    `session/cluster_membership.rs`);
 //! 5. the forwarding of client writes to the leader, when `cluster.writes` says so
 //!    ([`crate::forwarding`]);
 //! 6. the directory's set-up, made by the first leader ([`setup`]).
 //!
 //! With `cluster.reads = "linearizable"`, searches and compares wait for the leader's
-//! read index first ([`crate::linearizable`]). A node that starts to lead raises its CSN generator to
-//! the newest CSN in the directory ([`csn`]).
+//! read index first ([`crate::linearizable`]). A node that starts to lead raises its CSN
+//! generator to the newest CSN in the directory ([`csn`]).
 //!
 //! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
 
@@ -31,8 +34,7 @@ use std::sync::Arc;
 
 use larch_cluster::network::tcp::{self, Security, TcpNetwork};
 use larch_cluster::status::Role;
-use larch_cluster::types::BasicNode;
-use larch_cluster::{ClusterError, ClusterNode, Timing};
+use larch_cluster::{ClusterError, ClusterNode, Member, Timing};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -81,13 +83,6 @@ pub async fn start(dir: Arc<Directory>) -> Result<ClusterRun, String> {
     )
     .await
     .map_err(|e| format!("cluster: {e}"))?;
-    node.set_client_urls(
-        settings
-            .members
-            .iter()
-            .map(|m| (m.id, m.ldap_url.clone()))
-            .collect(),
-    );
     csn::raise_when_leading(&dir, &node);
     let node = Arc::new(node);
     let listener = tokio::net::TcpListener::bind(settings.listen)
@@ -152,10 +147,13 @@ fn forward_writes(
 
 /// Step 4: the cluster of every member, made by this node.
 async fn bootstrap(node: &ClusterNode, settings: &ClusterSettings) -> Result<(), String> {
-    let members: BTreeMap<u64, BasicNode> = settings
+    let members: BTreeMap<u64, Member> = settings
         .members
         .iter()
-        .map(|m| (m.id, BasicNode::new(m.raft.clone())))
+        .map(|m| {
+            let url = m.ldap_url.clone().unwrap_or_default();
+            (m.id, Member::new(m.raft.clone(), url))
+        })
         .collect();
     match node.initialize(members).await {
         Ok(()) => {

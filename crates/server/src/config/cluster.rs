@@ -11,15 +11,19 @@
 //! - `cluster.tls` (`false`): the Raft transport runs over TLS with client certificates:
 //!   each node presents `[tls]`'s certificate and key, and accepts peers whose certificate
 //!   `tls.client_ca` issued (both required then);
+//! - `[[cluster.members]]`: `id`, `raft` (`host:port` where its Raft transport listens),
+//!   `ldap_url` (where clients reach it: a follower refers writes there when that node
+//!   leads). The bootstrapping node lists every first member with all three: they become
+//!   the cluster's first configuration, which then records them (and every node added
+//!   later, `larch cluster add-node`). Any other node needs only its own `id` and `raft`
+//!   (for its `listen` default); it learns the members from the leader, and the other
+//!   tables it lists are not read.
 //! - `cluster.snapshot_after_entries` (100,000): a node writes a snapshot after this many
 //!   log entries were applied since its last one, and purges its log up to
 //!   [`log_kept_after_snapshot`] entries before it;
 //! - `cluster.reads` (`"local"`): `"linearizable"` makes every search and compare of the
 //!   directory's data wait until this node holds every write acknowledged before it
 //!   (`crate::linearizable`); `"local"` reads what the node holds;
-//! - `[[cluster.members]]`: every node, this one included: `id`, `raft` (`host:port` where
-//!   its Raft transport listens), `ldap_url` (where clients reach it: a follower forwards
-//!   or refers writes there when that node leads);
 //! - `cluster.writes` (`"forward"`; `"refer"`): what a follower does with a client's write:
 //!   forwards it to the leader on the client's behalf (`crate::forwarding`), or
 //!   answers with a referral to the leader;
@@ -40,8 +44,8 @@ use serde::Deserialize;
 use super::{ConfigError, Credentials};
 
 /// The most nodes a cluster may list (a cluster of 3 or 5 is usual; more voters make
-/// every write wait for more acknowledgements).
-pub const MAX_CLUSTER_MEMBERS: usize = 9;
+/// every write wait for more acknowledgements): the cluster's own bound.
+pub const MAX_CLUSTER_MEMBERS: usize = larch_cluster::membership::MAX_MEMBERS;
 
 /// The fewest entries `cluster.snapshot_after_entries` may name: a snapshot every few
 /// entries would rewrite the whole directory for every few writes.
@@ -105,8 +109,8 @@ pub struct ClusterMember {
     pub id: u64,
     /// `raft`: `host:port`.
     pub raft: String,
-    /// `ldap_url`.
-    pub ldap_url: String,
+    /// `ldap_url` (required of every member on the bootstrapping node only).
+    pub ldap_url: Option<String>,
 }
 
 /// `[cluster]` as written.
@@ -153,11 +157,12 @@ impl ClusterSettings {
             }
             Some(n) => n,
         };
+        let bootstrap = raw.bootstrap.unwrap_or(false);
         let raw_members = raw.members.take().unwrap_or_default();
         if raw_members.is_empty() {
             return Err(ConfigError::invalid(
                 "cluster.members",
-                "list every node of the cluster, this one included",
+                "list this node (id and raft), and on the bootstrapping node every first member",
             ));
         }
         if raw_members.len() > MAX_CLUSTER_MEMBERS {
@@ -168,7 +173,7 @@ impl ClusterSettings {
         }
         let members = raw_members
             .into_iter()
-            .map(ClusterMember::from_raw)
+            .map(|m| ClusterMember::from_raw(m, bootstrap))
             .collect::<Result<Vec<_>, _>>()?;
         let mut ids = BTreeSet::new();
         for m in &members {
@@ -216,7 +221,7 @@ impl ClusterSettings {
             node_id,
             linearizable_reads,
             listen,
-            bootstrap: raw.bootstrap.unwrap_or(false),
+            bootstrap,
             tls: raw.tls.unwrap_or(false),
             members,
             snapshot_after_entries,
@@ -298,7 +303,9 @@ impl ClusterWrites {
                 ))
             }
         };
-        let ldaps = members.iter().find(|m| m.ldap_url.starts_with("ldaps://"));
+        let ldaps = members
+            .iter()
+            .find(|m| m.ldap_url.as_deref().is_some_and(|u| u.starts_with("ldaps://")));
         match (ldaps, &raw.ca_file) {
             (Some(m), None) => {
                 return Err(ConfigError::invalid(
@@ -327,7 +334,9 @@ impl ClusterWrites {
 }
 
 impl ClusterMember {
-    fn from_raw(raw: RawMember) -> Result<ClusterMember, ConfigError> {
+    /// One table; `ldap_url` is required when `bootstrap` (the first configuration records
+    /// it) and checked whenever written.
+    fn from_raw(raw: RawMember, bootstrap: bool) -> Result<ClusterMember, ConfigError> {
         let id = match raw.id {
             None | Some(0) => {
                 return Err(ConfigError::invalid(
@@ -340,21 +349,32 @@ impl ClusterMember {
         let raft = raw.raft.filter(|r| is_host_port(r)).ok_or_else(|| {
             ConfigError::invalid("cluster.members.raft", format!("node {id}: write `host:port`"))
         })?;
-        let ldap_url = raw
-            .ldap_url
-            .filter(|u| u.starts_with("ldap://") || u.starts_with("ldaps://"))
-            .ok_or_else(|| {
-                ConfigError::invalid(
-                    "cluster.members.ldap_url",
-                    format!("node {id}: an ldap:// or ldaps:// URL where clients reach it"),
-                )
-            })?;
+        let bad_url = || {
+            let why = if bootstrap {
+                "an ldap:// or ldaps:// URL where clients reach it (required of every member on the bootstrapping node)"
+            } else {
+                "an ldap:// or ldaps:// URL where clients reach it"
+            };
+            ConfigError::invalid("cluster.members.ldap_url", format!("node {id}: {why}"))
+        };
+        let ldap_url = match raw.ldap_url {
+            Some(u) if is_ldap_url(&u) => Some(u),
+            Some(_) => return Err(bad_url()),
+            None if bootstrap => return Err(bad_url()),
+            None => None,
+        };
         Ok(ClusterMember { id, raft, ldap_url })
     }
 }
 
+/// An `ldap://` or `ldaps://` URL naming a host.
+pub fn is_ldap_url(s: &str) -> bool {
+    let rest = s.strip_prefix("ldap://").or_else(|| s.strip_prefix("ldaps://"));
+    rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/'))
+}
+
 /// `host:port` with a port number (an IPv6 host in brackets).
-fn is_host_port(s: &str) -> bool {
+pub fn is_host_port(s: &str) -> bool {
     match s.rsplit_once(':') {
         Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
         None => false,
@@ -387,7 +407,7 @@ mod tests {
         assert_eq!(s.node_id, 2);
         assert_eq!(s.listen, "127.0.0.2:7389".parse().unwrap());
         assert!(!s.bootstrap && !s.tls);
-        assert_eq!(s.me().unwrap().ldap_url, "ldap://127.0.0.2:389");
+        assert_eq!(s.me().unwrap().ldap_url.as_deref(), Some("ldap://127.0.0.2:389"));
         assert_eq!(s.writes, ClusterWrites::ReferWithoutCredentials);
     }
 
@@ -435,6 +455,36 @@ mod tests {
     }
 
     #[test]
+    fn a_joining_node_lists_only_its_own_id_and_raft_address() {
+        let me = RawMember {
+            ldap_url: None,
+            ..member(4)
+        };
+        let s = ClusterSettings::from_raw(raw(4, vec![me])).unwrap();
+        assert_eq!(s.listen, "127.0.0.4:7389".parse().unwrap());
+        assert_eq!(s.me().unwrap().ldap_url, None);
+        // The bootstrapping node seeds the configuration: every URL is needed there.
+        let seed = RawCluster {
+            bootstrap: Some(true),
+            ..raw(
+                1,
+                vec![
+                    member(1),
+                    RawMember {
+                        ldap_url: None,
+                        ..member(2)
+                    },
+                ],
+            )
+        };
+        let e = ClusterSettings::from_raw(seed).unwrap_err().to_string();
+        assert!(
+            e.contains("cluster.members.ldap_url") && e.contains("node 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn forwarding_over_tls_needs_a_ca() {
         let tls_member = |id: u64| RawMember {
             ldap_url: Some(format!("ldaps://node{id}.example:636")),
@@ -454,6 +504,14 @@ mod tests {
             ClusterSettings::from_raw(three()).unwrap().writes,
             ClusterWrites::ReferWithoutCredentials
         );
+    }
+
+    #[test]
+    fn addresses_are_checked() {
+        assert!(is_host_port("10.0.0.1:7389") && is_host_port("[::1]:7389") && is_host_port("db1:1"));
+        assert!(!is_host_port("db1") && !is_host_port(":7389") && !is_host_port("db1:0"));
+        assert!(is_ldap_url("ldap://10.0.0.1:389") && is_ldap_url("ldaps://db1"));
+        assert!(!is_ldap_url("ldap://") && !is_ldap_url("ldap:///dc=x") && !is_ldap_url("http://db1"));
     }
 
     #[test]

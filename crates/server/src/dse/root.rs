@@ -9,7 +9,7 @@
 //! `vendorVersion` (RFC 3045), `supportedSASLMechanisms` (the mechanisms a client can use
 //! here, [`crate::auth::sasl::advertised`]; absent when none), and the computed `entryDN`
 //! (empty) and `subschemaSubentry`. StartTLS is in `supportedExtension` only when TLS is
-//! configured.
+//! configured, Larch's cluster membership changes only on a cluster node.
 
 use super::{Builder, DseEntry};
 use crate::controls::SUPPORTED_CONTROLS;
@@ -35,6 +35,10 @@ pub fn root_dse(dir: &Directory) -> DseEntry {
     let mut extensions = super::SUPPORTED_EXTENSIONS.to_vec();
     if dir.config.tls.is_some() {
         extensions.push(larch_proto::exop::START_TLS);
+    }
+    if dir.config.cluster.is_some() {
+        extensions.push(larch_proto::exop::CLUSTER_ADD_NODE);
+        extensions.push(larch_proto::exop::CLUSTER_REMOVE_NODE);
     }
     b.add(schema, "supportedExtension", &extensions);
     b.add(

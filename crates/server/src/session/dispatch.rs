@@ -216,6 +216,12 @@ impl Session {
             ProtocolOp::ExtendedRequest(req) if req.name == exop::SNAPSHOT_TRANSFER.as_bytes() => {
                 self.snapshot_transfer(trace, req, msg.controls, pdu, out)
             }
+            ProtocolOp::ExtendedRequest(req)
+                if req.name == exop::CLUSTER_ADD_NODE.as_bytes()
+                    || req.name == exop::CLUSTER_REMOVE_NODE.as_bytes() =>
+            {
+                self.cluster_membership(trace, req, msg.controls, pdu, out)
+            }
             ProtocolOp::ExtendedRequest(req) => self.extended(trace, req, msg.controls, pdu, out),
             other => {
                 let why = format!("message {id}: a client may not send a {}", other.name());
@@ -594,7 +600,8 @@ impl Session {
 
     /// Extended operations: WhoAmI, Cancel, StartTLS (`starttls.rs`); any other OID is a
     /// `protocolError` naming it. (Password Modify is dispatched to `password_modify`,
-    /// which is asynchronous, and Larch's backup to `backup`, which ends on its own task.)
+    /// which is asynchronous, and Larch's backup to `backup` and cluster membership changes
+    /// to `cluster_membership`, which end on their own tasks.)
     fn extended(
         &mut self,
         trace: OpTrace,

@@ -36,6 +36,7 @@
 mod backup;
 mod bind;
 mod chain;
+mod cluster_membership;
 mod complete;
 mod dispatch;
 pub mod inflight;
