@@ -48,9 +48,11 @@ def cycles():
 
 
 class Cluster:
-    """Three nodes on private directories, each with a `/metrics` listener."""
+    """Three nodes on private directories, each with a `/metrics` listener. `cluster_toml`
+    goes into every node's `[cluster]` table, `node_toml(srv)` into that node's (after
+    `cluster_toml`), `extra_toml` before it."""
 
-    def __init__(self, larch_bin, n=3, cluster_toml=""):
+    def __init__(self, larch_bin, n=3, cluster_toml="", node_toml=None, extra_toml=""):
         self.larch_bin = larch_bin
         self.tmp = tempfile.mkdtemp(prefix="larch-e2e-cluster-")
         self.raft_ports = {i: conftest.free_port() for i in range(1, n + 1)}
@@ -66,9 +68,9 @@ class Cluster:
             f'\n[[cluster.members]]\nid = {i}\nraft = "127.0.0.1:{self.raft_ports[i]}"\nldap_url = "{s.url}"\n'
             for i, s in self.nodes.items())
         for i, srv in self.nodes.items():
-            toml = (f'\n[metrics]\nlisten = "127.0.0.1:{srv.metrics_port}"\n'
-                    f"\n[cluster]\nnode_id = {i}\nbootstrap = {'true' if i == 1 else 'false'}\n"
-                    + cluster_toml + members)
+            toml = (f'\n[metrics]\nlisten = "127.0.0.1:{srv.metrics_port}"\n' + extra_toml
+                    + f"\n[cluster]\nnode_id = {i}\nbootstrap = {'true' if i == 1 else 'false'}\n"
+                    + cluster_toml + (node_toml(srv) if node_toml else "") + members)
             srv._setup_larch(toml)
 
     def start(self):
@@ -111,6 +113,9 @@ class Cluster:
             time.sleep(0.05)
         raise AssertionError("no leader within %.0fs; stderr of the nodes:\n%s" % (
             deadline_s, "\n".join(s.stderr_tail()[-1500:] for s in self.nodes.values())))
+
+    def followers(self, leader):
+        return [s for s in self.nodes.values() if s is not leader and s.alive()]
 
     def set_up(self):
         """Waits until the leader has created the admin entry and every node has it."""

@@ -15,11 +15,7 @@ Every process is signalled by its PID only.
 """
 
 import os
-import re
-import shutil
-import tempfile
 import time
-import urllib.request
 
 import ldap
 import ldap3
@@ -30,6 +26,7 @@ from ldap3.protocol.rfc4527 import post_read_control, pre_read_control
 
 import conftest
 import ldaputil
+from test_cluster import CONVERGE_S, LEADER_DEADLINE_S, Cluster
 
 pytestmark = pytest.mark.larch_only("Larch's cluster")
 
@@ -37,8 +34,6 @@ BASE = conftest.BASE
 PEOPLE = f"ou=people,{BASE}"
 USER = f"uid=u1,{PEOPLE}"
 USER_PW = "first-Secret-1"
-LEADER_DEADLINE_S = 30.0
-CONVERGE_S = 60.0
 PRE_READ = "1.3.6.1.1.13.1"
 POST_READ = "1.3.6.1.1.13.2"
 # The control a follower marks a forwarded write with (Larch's arc, .2.1).
@@ -46,98 +41,21 @@ FORWARDED = "2.25.268705614682925665270291760309126455850.2.1"
 POLICY_TOML = '\n[password_policy]\nmin_length = 8\n'
 
 
-class Cluster:
-    """Three nodes on private directories, each with a `/metrics` listener; `writes`
-    is the `cluster.writes` line of every node (None: the key left out)."""
-
-    def __init__(self, larch_bin, writes):
-        self.tmp = tempfile.mkdtemp(prefix="larch-e2e-cluster-forward-")
-        raft_ports = {i: conftest.free_port() for i in (1, 2, 3)}
-        self.nodes = {}
-        for i in (1, 2, 3):
-            d = os.path.join(self.tmp, f"node{i}")
-            os.mkdir(d)
-            srv = conftest.LdapServer("larch", d, larch_bin=larch_bin)
-            srv.node_id = i
-            srv.metrics_port = conftest.free_port()
-            self.nodes[i] = srv
-        members = "".join(
-            f'\n[[cluster.members]]\nid = {i}\nraft = "127.0.0.1:{raft_ports[i]}"\nldap_url = "{s.url}"\n'
-            for i, s in self.nodes.items())
-        for i, srv in self.nodes.items():
-            forward = ""
-            if writes == "forward":
-                with open(os.path.join(srv.workdir, "forward.pw"), "w") as f:
-                    f.write(srv.admin_pw + "\n")
-                forward = (f'writes = "forward"\nbind_dn = "{srv.admin_dn}"\n'
-                           'credentials_file = "forward.pw"\n')
-            elif writes is not None:
-                forward = f'writes = "{writes}"\n'
-            toml = (f'\n[metrics]\nlisten = "127.0.0.1:{srv.metrics_port}"\n' + POLICY_TOML
-                    + f"\n[cluster]\nnode_id = {i}\nbootstrap = {'true' if i == 1 else 'false'}\n"
-                    + forward + members)
-            srv._setup_larch(toml)
-
-    def start(self):
-        for srv in self.nodes.values():
-            srv.spawn()
-        for srv in self.nodes.values():
-            srv.wait_ready()
-
-    def close(self):
-        statuses = [(s.node_id, s.stop(), s.stderr_tail()) for s in self.nodes.values() if s.alive()]
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        for i, status, stderr in statuses:
-            assert status == 0, f"node {i} exited with status {status}; stderr:\n{stderr}"
-
-    def role(self, srv):
-        """The node's role from its `/metrics`, or None when it does not answer."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=2) as r:
-                text = r.read().decode()
-        except OSError:
-            return None
-        m = re.search(r'^larch_cluster_role\{role="(\w+)"\} 1$', text, re.M)
-        return m.group(1) if m else None
-
-    def leader(self):
-        end = time.monotonic() + LEADER_DEADLINE_S
-        while time.monotonic() < end:
-            for srv in self.nodes.values():
-                if srv.alive() and self.role(srv) == "leader":
-                    return srv
-            time.sleep(0.05)
-        raise AssertionError("no leader within %.0fs; stderr of the nodes:\n%s" % (
-            LEADER_DEADLINE_S, "\n".join(s.stderr_tail()[-1500:] for s in self.nodes.values())))
-
-    def followers(self, leader):
-        return [s for s in self.nodes.values() if s is not leader and s.alive()]
-
-    def set_up(self):
-        """Waits until the leader has created the admin entry and every node has it."""
-        end = time.monotonic() + CONVERGE_S
-        while time.monotonic() < end:
-            if all(can_bind(s) for s in self.nodes.values()):
-                return
-            time.sleep(0.1)
-        raise AssertionError("the admin entry did not reach every node")
-
-
-def can_bind(srv):
-    conn = ldaputil.connect(srv, srv.admin_dn, srv.admin_pw, bind=False)
-    try:
-        return conn.bind()
-    except ldap3.core.exceptions.LDAPException:
-        return False
-    finally:
-        try:
-            conn.unbind()
-        except ldap3.core.exceptions.LDAPException:
-            pass
+def forwarding_toml(writes):
+    """The `cluster.writes` lines of a node (`writes` None: the key left out); forwarding
+    binds as the administrator, its password in a file."""
+    def node_toml(srv):
+        if writes == "forward":
+            with open(os.path.join(srv.workdir, "forward.pw"), "w") as f:
+                f.write(srv.admin_pw + "\n")
+            return (f'writes = "forward"\nbind_dn = "{srv.admin_dn}"\n'
+                    'credentials_file = "forward.pw"\n')
+        return "" if writes is None else f'writes = "{writes}"\n'
+    return node_toml
 
 
 def cluster_of(request, writes):
-    c = Cluster(request.config.getoption("--larch-bin"), writes)
+    c = Cluster(request.config.getoption("--larch-bin"), node_toml=forwarding_toml(writes), extra_toml=POLICY_TOML)
     c.start()
     return c
 
