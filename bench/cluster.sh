@@ -24,6 +24,9 @@
 # pipelined), search-d1 (16 x 1, (cn=...) returning no attributes).
 # --cluster-toml TEXT is added to the cluster nodes' [cluster] table (e.g.
 # 'reads = "linearizable"' to see what a follower's linearizable reads cost).
+# modify-d1-via-follower is modify-d1 sent to a follower, which forwards each write to the
+# leader (give the nodes a Bind for it: --cluster-toml 'writes = "forward"\nbind_dn =
+# "cn=admin,dc=example,dc=com"\ncredentials = "bench-secret"').
 # Servers are stopped by PID at the end. Loopback only.
 set -euo pipefail
 bin= entries=2000 duration=5 warmup=1 rounds=3 extra= cluster_extra=
@@ -116,14 +119,14 @@ say "both hold $want entries"
 run() { # side workload
   local side=$1 w=$2 args url pid
   case "$w" in
-    modify-d1) args=(-W modify --dns "$work/gen/dn.txt" -D "$rootdn" -w "$rootpw" -c 16 -d 1) ;;
+    modify-d1|modify-d1-via-follower) args=(-W modify --dns "$work/gen/dn.txt" -D "$rootdn" -w "$rootpw" -c 16 -d 1) ;;
     modify) args=(-W modify --dns "$work/gen/dn.txt" -D "$rootdn" -w "$rootpw" -c 8 -d 8) ;;
     search-d1) args=(-W search -f '(cn={})' -a none --values "$work/gen/cn.txt" -c 16 -d 1) ;;
     *) echo "cluster.sh: unknown workload $w" >&2; exit 2 ;;
   esac
   case "$side,$w" in
     single,*) url=$single_url pid=$single_pid ;;
-    cluster,search*) url=${node_url[$follower]} pid=${node_pid[$follower]} ;;
+    cluster,search*|cluster,*-via-follower) url=${node_url[$follower]} pid=${node_pid[$follower]} ;;
     cluster,*) url=${node_url[$leader]} pid=${node_pid[$leader]} ;;
   esac
   "$bin" bench -H "$url" --server-pid "$pid" --duration "${duration}s" --warmup "${warmup}s" --line -q "${args[@]}"
