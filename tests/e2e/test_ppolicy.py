@@ -375,7 +375,10 @@ def test_a_failure_delays_the_next_bind_doubling_up_to_max_delay(pp_server):
         last = max(attribute(pp_server, dn, "pwdFailureTime"))
         return generalized_seconds(end) - generalized_seconds(last)
 
-    # slapd: pwdMinDelay << (failures already counted), at most pwdMaxDelay.
+    # slapd: pwdMinDelay << (failures already counted), at most pwdMaxDelay. The delay's end
+    # is kept in whole seconds, so a failure late in a second holds the account back for
+    # less than pwdMinDelay: the first one is made just after a second begins.
+    time.sleep(1.02 - time.time() % 1)
     assert fail_and_measure() == MIN_DELAY_SECONDS
     code, ctrl, _ = bind(pp_server, dn, "Delayed-Pass-1")
     assert code == 49 and error_of(ctrl) == "accountLocked", "the right password waits for the delay"
