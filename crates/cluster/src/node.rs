@@ -286,6 +286,20 @@ impl ClusterNode {
         self.read_barrier.wait().await.map_err(ClusterError::Unavailable)
     }
 
+    /// Returns once this node has applied the entry at `lsn` (a write the leader said it
+    /// applied), or fails after `timeout`.
+    pub async fn wait_applied(&self, lsn: Lsn, timeout: Duration) -> Result<(), ClusterError> {
+        if lsn == 0 || self.applied_lsn() >= lsn {
+            return Ok(());
+        }
+        self.raft
+            .wait(Some(timeout))
+            .applied_index_at_least(Some(lsn - 1), "a write the leader applied")
+            .await
+            .map(|_| ())
+            .map_err(|e| ClusterError::Unavailable(e.to_string()))
+    }
+
     /// The LSN of the last entry applied to the store.
     pub fn applied_lsn(&self) -> Lsn {
         self.state_machine.applied_lsn()

@@ -87,7 +87,7 @@ impl Forwarding {
 
     /// Steps 1 and 3 for a write inside the directory: the chain to the leader when
     /// another node leads, `None` when the write runs here.
-    fn leader_chain(&self) -> Option<Arc<Chain>> {
+    pub fn leader_chain(&self) -> Option<Arc<Chain>> {
         let Some(leader) = self.node.leader_elsewhere() else {
             self.drop_chain();
             return None;
@@ -111,6 +111,16 @@ impl Forwarding {
         *current = Some(Arc::clone(&chain));
         self.holds_chain.store(true, Ordering::Relaxed);
         Some(chain)
+    }
+
+    /// The node this forwarding serves.
+    pub fn node(&self) -> &Arc<ClusterNode> {
+        &self.node
+    }
+
+    /// Who the follower binds as at the leader (`cluster.bind_dn`).
+    pub fn bind_dn(&self) -> &str {
+        &self.settings.bind_dn
     }
 
     /// Drops the chain to a former leader once this node leads or knows of none (its

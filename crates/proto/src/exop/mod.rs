@@ -14,6 +14,7 @@
 //! ```
 
 mod backup;
+mod bind_outcome;
 mod cancel;
 mod cluster;
 mod notice;
@@ -22,6 +23,7 @@ mod snapshot;
 mod whoami;
 
 pub use backup::{BackupRequest, BackupResponse};
+pub use bind_outcome::{BindOutcome, BindOutcomeRequest, BindOutcomeResponse};
 pub use cancel::CancelRequest;
 pub use cluster::{AddNodeRequest, RemoveNodeRequest};
 pub use notice::{notice_of_disconnection, notice_with_code};
@@ -60,6 +62,11 @@ pub const CLUSTER_ADD_NODE: &str = "2.25.268705614682925665270291760309126455850
 /// leader removes a node (running or not) from the cluster; the administrator's only.
 /// Value: [`RemoveNodeRequest`]; the answer has none.
 pub const CLUSTER_REMOVE_NODE: &str = "2.25.268705614682925665270291760309126455850.1.4";
+/// Larch's cluster bind outcome (`LARCH_ARC`.1.5): a cluster's follower hands the outcome
+/// of a bind under password policy to the leader, which records it in the account's entry;
+/// the administrator's and the cluster's forwarding identity's only. Values:
+/// [`BindOutcomeRequest`], [`BindOutcomeResponse`].
+pub const CLUSTER_BIND_OUTCOME: &str = "2.25.268705614682925665270291760309126455850.1.5";
 /// Notice of Disconnection (RFC 4511 section 4.4.1), an unsolicited notification.
 pub const NOTICE_OF_DISCONNECTION: &str = "1.3.6.1.4.1.1466.20036";
 

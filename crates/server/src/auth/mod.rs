@@ -1,9 +1,11 @@
 //! Authentication: the Bind decisions ([`bind`]), SASL mechanisms ([`sasl`]), password
-//! policy in a bind ([`policy`]) and the confidentiality policy ([`confidentiality`]). What the directory itself holds for them
+//! policy in a bind ([`policy`]; on a cluster's follower, recorded by the leader:
+//! [`cluster_record`]) and the confidentiality policy ([`confidentiality`]). What the directory itself holds for them
 //! lives below it: the userPassword storage schemes ([`crate::password`]) and the
 //! failed-bind throttle ([`crate::bind_throttle`]).
 
 pub mod bind;
+pub mod cluster_record;
 pub mod confidentiality;
 pub mod policy;
 pub mod sasl;

@@ -141,6 +141,9 @@ impl BindPolicy {
     }
 }
 
+/// How a record ended: the store's outcome, then the record's own.
+pub type Settled = Result<Result<(), OpError>, larch_store::StoreError>;
+
 /// What the writer's job needs of the directory, owned (the job runs on the writer's
 /// thread after the bind has moved on).
 struct RecordContext {
@@ -154,13 +157,50 @@ struct RecordContext {
     admin: Identity,
 }
 
-/// Hands the account's record to the store's writer (see the module documentation); the
-/// receiver is told when it is durable.
+/// Hands the account's record to the store's writer (see the module documentation), or on
+/// a cluster's follower that forwards writes, to the leader ([`super::cluster_record`]);
+/// the receiver is told when it is durable (on a follower: recorded by the leader and
+/// applied here), or failed.
 pub fn record(dir: &Directory, norm: NormDn, update: AccountUpdate, now: i64) -> mpsc::Receiver<()> {
     let (tx, rx) = mpsc::channel();
-    let Some(policy) = dir.password_policy.clone() else {
+    let told = move || {
         let _ = tx.send(());
+    };
+    if let Some(leader) = super::cluster_record::leader(dir) {
+        leader.send(norm, update, now, told);
         return rx;
+    }
+    record_here(dir, norm, update, now, move |settled| {
+        match settled {
+            // A cluster's follower that does not forward writes: the state is recorded by
+            // binds on the leader only (docs/cluster.md); said once per bind at debug
+            // level, not as a warning a failed-bind storm would repeat.
+            Err(larch_store::StoreError::Replication(e)) => {
+                tracing::debug!(error = %e, "password policy: not recorded on a cluster follower");
+            }
+            settled => {
+                if let Err(e) = settled.map_err(OpError::from).and_then(|r| r) {
+                    tracing::warn!(error = %e, "password policy: the account's state could not be recorded");
+                }
+            }
+        }
+        told();
+    });
+    rx
+}
+
+/// Hands the account's record to this node's store's writer; `settled` gets the outcome
+/// once the record is durable and published, or the store's refusal (a cluster node that
+/// does not lead refuses it as any write).
+pub fn record_here(
+    dir: &Directory,
+    norm: NormDn,
+    update: AccountUpdate,
+    now: i64,
+    settled: impl FnOnce(Settled) + Send + 'static,
+) {
+    let Some(policy) = dir.password_policy.clone() else {
+        return settled(Ok(Ok(())));
     };
     let job = RecordContext {
         policy,
@@ -177,24 +217,8 @@ pub fn record(dir: &Directory, norm: NormDn, update: AccountUpdate, now: i64) ->
     };
     dir.store.submit(
         move |txn: &mut WriteTxn<'_>| write_record(txn, &job, &norm, update, now),
-        move |settled: Result<Result<(), OpError>, larch_store::StoreError>| {
-            match settled {
-                // A cluster's follower: the state is recorded by binds on the leader only
-                // (docs/cluster.md); said once per bind at debug level, not as a warning
-                // a failed-bind storm would repeat.
-                Err(larch_store::StoreError::Replication(e)) => {
-                    tracing::debug!(error = %e, "password policy: not recorded on a cluster follower");
-                }
-                settled => {
-                    if let Err(e) = settled.map_err(OpError::from).and_then(|r| r) {
-                        tracing::warn!(error = %e, "password policy: the account's state could not be recorded");
-                    }
-                }
-            }
-            let _ = tx.send(());
-        },
+        settled,
     );
-    rx
 }
 
 /// The record in the writer's transaction: the entry as it is now, the update applied,

@@ -222,6 +222,9 @@ impl Session {
             {
                 self.cluster_membership(trace, req, msg.controls, pdu, out)
             }
+            ProtocolOp::ExtendedRequest(req) if req.name == exop::CLUSTER_BIND_OUTCOME.as_bytes() => {
+                self.cluster_bind_outcome(trace, req, msg.controls, pdu, out)
+            }
             ProtocolOp::ExtendedRequest(req) => self.extended(trace, req, msg.controls, pdu, out),
             other => {
                 let why = format!("message {id}: a client may not send a {}", other.name());
@@ -600,8 +603,9 @@ impl Session {
 
     /// Extended operations: WhoAmI, Cancel, StartTLS (`starttls.rs`); any other OID is a
     /// `protocolError` naming it. (Password Modify is dispatched to `password_modify`,
-    /// which is asynchronous, and Larch's backup to `backup` and cluster membership changes
-    /// to `cluster_membership`, which end on their own tasks.)
+    /// which is asynchronous, and Larch's backup to `backup`, cluster membership changes
+    /// to `cluster_membership` and a follower's bind records to `bind_outcome`, which end
+    /// on their own tasks.)
     fn extended(
         &mut self,
         trace: OpTrace,

@@ -35,6 +35,7 @@
 
 mod backup;
 mod bind;
+mod bind_outcome;
 mod chain;
 mod cluster_membership;
 mod complete;
