@@ -78,13 +78,6 @@ pub const DEFAULT_LOG_KEPT_AFTER_SNAPSHOT: u64 = 10_000;
 /// ([`larch_store::DEFAULT_SNAPSHOT_AFTER_RECORDS`]).
 pub const DEFAULT_SNAPSHOT_AFTER_ENTRIES: u64 = 100_000;
 
-/// How long the leader waits for a follower to take one chunk of a snapshot (3 MiB). The
-/// answer to the last chunk waits until the follower has checked and loaded the whole
-/// snapshot (about 8 s for a million entries on a 2-core machine,
-/// docs/benchmarks.md), and a chunk that times out makes the leader send it again, which
-/// after the last one starts the transfer over: the bound must exceed the largest load.
-const SNAPSHOT_CHUNK_TIMEOUT: Duration = Duration::from_secs(120);
-
 impl Default for Timing {
     fn default() -> Timing {
         Timing {
@@ -110,7 +103,7 @@ pub fn raft_config(timing: &Timing) -> Result<Config, ClusterError> {
         election_timeout_max: millis(timing.election_max),
         snapshot_policy: SnapshotPolicy::LogsSinceLast(timing.snapshot_after_entries.max(1)),
         max_in_snapshot_log_to_keep: timing.log_kept_after_snapshot,
-        install_snapshot_timeout: millis(SNAPSHOT_CHUNK_TIMEOUT),
+        install_snapshot_timeout: millis(crate::network::SNAPSHOT_TRANSFER_CEILING),
         ..Config::default()
     }
     .validate()

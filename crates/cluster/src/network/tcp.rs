@@ -43,7 +43,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use super::codec::{
     decode_frame_body, encode_frame, frame_len, CodecError, Message, RemoteFailure, LENGTH_OCTETS,
 };
-use super::{ReadIndex, ReadIndexResult};
+use super::{snapshot_chunk_timeout, ReadIndex, ReadIndexResult};
 use crate::types::{Larch, Member, NodeId};
 
 /// How long a peer may take to complete the TLS handshake of a connection it opened.
@@ -339,10 +339,11 @@ impl RaftNetwork<Larch> for TcpConnection {
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, Member, RaftError<NodeId, InstallSnapshotError>>,
     > {
+        let timeout = snapshot_chunk_timeout(rpc.offset, rpc.data.len(), rpc.done).min(option.hard_ttl());
         let reply = self
             .call(
                 Message::InstallSnapshotRequest(rpc),
-                &option,
+                &RPCOption::new(timeout),
                 RPCTypes::InstallSnapshot,
             )
             .await?;
