@@ -28,7 +28,7 @@ use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{AnyError, LogId, LogState, RaftLogReader, StorageError, StorageIOError, Vote};
 
 use crate::raft_state::{self, RaftState};
-use crate::types::{from_replicated, lsn_of, to_replicated, Entry, Larch, NodeId};
+use crate::types::{encode_entry, from_replicated, lsn_of, Entry, Larch, NodeId};
 
 /// Entries kept in memory besides the log (the newest ones), at most.
 pub const CACHED_ENTRIES: usize = 8192;
@@ -350,7 +350,11 @@ impl RaftLogStorage<Larch> for LogStore {
         }
         let records: Vec<LogRecord> = entries
             .iter()
-            .map(|e| LogRecord::single(to_replicated(e).encode()))
+            .map(|e| {
+                let mut payload = Vec::new();
+                encode_entry(e, &mut payload);
+                LogRecord::single(payload)
+            })
             .collect();
         let Some((_, last)) = self.inner.wal.submit_batch(records).map_err(write_err)? else {
             callback.log_io_completed(Ok(()));
@@ -363,10 +367,11 @@ impl RaftLogStorage<Larch> for LogStore {
                 cache.push(e);
             }
         }
-        let wal = Arc::clone(&self.inner.wal);
-        tokio::task::spawn_blocking(move || {
-            callback.log_io_completed(wal.wait_for(last).map_err(std::io::Error::other));
-        });
+        // Told by the log's writer thread after the fsync: no thread waits for it.
+        self.inner.wal.on_acknowledged(
+            last,
+            Box::new(move |acked| callback.log_io_completed(acked.map_err(std::io::Error::other))),
+        );
         Ok(())
     }
 

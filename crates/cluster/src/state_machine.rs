@@ -31,7 +31,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::snapshot_file::SnapshotFile;
 use crate::snapshot_state::SnapshotState;
-use crate::types::{lsn_of, to_replicated, Entry, Larch, Member, NodeId};
+use crate::types::{into_replicated, lsn_of, Entry, Larch, Member, NodeId};
 
 /// The file a snapshot sent by the leader is written into, in the node's state directory
 /// (on the data directory's file system, so the store renames it into place).
@@ -193,33 +193,36 @@ impl RaftStateMachine<Larch> for StateMachine {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        let entries: Vec<Entry> = entries.into_iter().collect();
-        let Some(last) = entries.last().map(|e| e.log_id) else {
+        // The entries' writes are taken, not copied: openraft hands them over.
+        let mut last = None;
+        let mut membership = None;
+        let replicated: Vec<_> = entries
+            .into_iter()
+            .map(|e| {
+                if let EntryPayload::Membership(m) = &e.payload {
+                    membership = Some(StoredMembership::new(Some(e.log_id), m.clone()));
+                }
+                last = Some(e.log_id);
+                (lsn_of(&e.log_id), into_replicated(e))
+            })
+            .collect();
+        let Some(last) = last else {
             return Ok(Vec::new());
         };
-        let store = self.store.clone();
-        let applied = Arc::clone(&self.applied);
-        let applied_lsn = Arc::clone(&self.applied_lsn);
-        tokio::task::spawn_blocking(move || {
-            let replicated: Vec<_> = entries
-                .iter()
-                .map(|e| (lsn_of(&e.log_id), to_replicated(e)))
-                .collect();
-            let mut state = lock(&applied);
-            let done = store
-                .apply_replicated(replicated.iter().map(|(lsn, e)| (*lsn, e)))
-                .map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())))?;
-            for entry in &entries {
-                if let EntryPayload::Membership(m) = &entry.payload {
-                    state.membership = StoredMembership::new(Some(entry.log_id), m.clone());
-                }
-            }
-            state.last = Some(last);
-            applied_lsn.store(lsn_of(&last), Ordering::Release);
-            Ok(done)
-        })
-        .await
-        .map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())))?
+        // Applied here, on the engine's state machine task: a batch's replay is short CPU
+        // work with no I/O (the leader's is a publish of its writer's version), so a hop
+        // to a blocking thread and back would cost more than it spares the runtime.
+        let mut state = lock(&self.applied);
+        let done = self
+            .store
+            .apply_replicated(replicated.iter().map(|(lsn, e)| (*lsn, e)))
+            .map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())))?;
+        if let Some(m) = membership {
+            state.membership = m;
+        }
+        state.last = Some(last);
+        self.applied_lsn.store(lsn_of(&last), Ordering::Release);
+        Ok(done)
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

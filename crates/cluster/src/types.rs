@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use larch_store::consensus::{
-    index_of_lsn, lsn_of_index, Applied, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteBatch,
+    encode_entry_into, index_of_lsn, lsn_of_index, Applied, BodyRef, EntryBody, EntryError, Leadership,
+    ReplicatedEntry, WriteBatch,
 };
 use larch_store::wal::Lsn;
 use openraft::{CommittedLeaderId, EntryPayload, LogId, Membership};
@@ -45,18 +46,38 @@ pub fn log_id_at(lsn: Lsn, leadership: Leadership) -> Option<LogId<NodeId>> {
     ))
 }
 
-/// The store's form of an entry (what its WAL record holds).
-pub fn to_replicated(entry: &Entry) -> ReplicatedEntry {
+/// Appends the store's form of `entry` (what its WAL record holds) to `out`, without a copy
+/// of its writes.
+pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {
+    let leader = entry.log_id.leader_id;
+    let leadership = Leadership {
+        term: leader.term,
+        node: leader.node_id,
+    };
+    let membership;
+    let body = match &entry.payload {
+        EntryPayload::Blank => BodyRef::Blank,
+        EntryPayload::Normal(unit) => BodyRef::Write(unit),
+        EntryPayload::Membership(m) => {
+            membership = encode_membership(m);
+            BodyRef::Membership(&membership)
+        }
+    };
+    encode_entry_into(leadership, body, out);
+}
+
+/// The store's form of `entry`, taking its writes.
+pub fn into_replicated(entry: Entry) -> ReplicatedEntry {
     let leader = entry.log_id.leader_id;
     ReplicatedEntry {
         leadership: Leadership {
             term: leader.term,
             node: leader.node_id,
         },
-        body: match &entry.payload {
+        body: match entry.payload {
             EntryPayload::Blank => EntryBody::Blank,
-            EntryPayload::Normal(unit) => EntryBody::Write(unit.clone()),
-            EntryPayload::Membership(m) => EntryBody::Membership(encode_membership(m)),
+            EntryPayload::Normal(unit) => EntryBody::Write(unit),
+            EntryPayload::Membership(m) => EntryBody::Membership(encode_membership(&m)),
         },
     }
 }
@@ -228,7 +249,10 @@ mod tests {
             let entry = from_replicated(9, replicated.clone()).unwrap();
             assert_eq!(entry.log_id.index, 8);
             assert_eq!(lsn_of(&entry.log_id), 9);
-            assert_eq!(to_replicated(&entry), replicated);
+            let mut encoded = Vec::new();
+            encode_entry(&entry, &mut encoded);
+            assert_eq!(encoded, replicated.encode());
+            assert_eq!(into_replicated(entry), replicated);
         }
     }
 }

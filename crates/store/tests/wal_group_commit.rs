@@ -105,3 +105,99 @@ fn each_thread_sees_its_own_records_in_order() {
         assert_eq!(mine, expect.iter().collect::<Vec<_>>());
     }
 }
+
+/// A channel that records what `on_acknowledged` reports, with the thread it ran on.
+fn told() -> (
+    std::sync::mpsc::Sender<(Result<(), String>, std::thread::ThreadId)>,
+    std::sync::mpsc::Receiver<(Result<(), String>, std::thread::ThreadId)>,
+) {
+    std::sync::mpsc::channel()
+}
+
+#[test]
+fn on_acknowledged_runs_after_the_fsync_on_the_writer_thread_or_at_once_when_already_acknowledged() {
+    let config = FaultConfig {
+        seed: 2,
+        sync_delay: Duration::from_millis(20),
+        ..FaultConfig::default()
+    };
+    let s = FaultStorage::with_config(config);
+    let (wal, _) = Wal::open(Arc::new(s.clone()), &PathBuf::from("/wal"), WalOptions::default()).unwrap();
+    let me = std::thread::current().id();
+    let (tx, rx) = told();
+    let first = wal.submit(b"one".to_vec()).unwrap();
+    let last = wal.submit(b"two".to_vec()).unwrap();
+    for lsn in [last, first] {
+        let tx = tx.clone();
+        wal.on_acknowledged(
+            lsn,
+            Box::new(move |r| {
+                let _ = tx.send((r.map_err(|e| e.to_string()), std::thread::current().id()));
+            }),
+        );
+    }
+    // Neither is told before its record's fsync (20 ms) ends.
+    assert!(rx.recv_timeout(Duration::from_millis(5)).is_err());
+    for _ in 0..2 {
+        let (result, thread) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(result, Ok(()));
+        assert_ne!(thread, me, "run by the log's writer thread");
+    }
+    assert!(wal.durable_lsn() >= last);
+    // Already acknowledged: run at once, on the caller's thread.
+    let (tx2, rx2) = told();
+    wal.on_acknowledged(
+        first,
+        Box::new(move |r| {
+            let _ = tx2.send((r.map_err(|e| e.to_string()), std::thread::current().id()));
+        }),
+    );
+    assert_eq!(rx2.try_recv().unwrap(), (Ok(()), me));
+}
+
+#[test]
+fn on_acknowledged_reports_a_failed_fsync_and_a_close() {
+    let s = FaultStorage::with_config(FaultConfig {
+        seed: 3,
+        ..FaultConfig::default()
+    });
+    let (wal, _) = Wal::open(Arc::new(s.clone()), &PathBuf::from("/wal"), WalOptions::default()).unwrap();
+    s.set_fail_syncs(true);
+    let (tx, rx) = told();
+    let lsn = wal.submit(b"lost".to_vec()).unwrap();
+    let sent = tx.clone();
+    wal.on_acknowledged(
+        lsn,
+        Box::new(move |r| {
+            let _ = sent.send((r.map_err(|e| e.to_string()), std::thread::current().id()));
+        }),
+    );
+    let (result, _) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(
+        result.is_err_and(|e| e.contains("stopped")),
+        "a failed fsync is no acknowledgement"
+    );
+    // After the failure: told at once.
+    let sent = tx.clone();
+    wal.on_acknowledged(
+        lsn + 1,
+        Box::new(move |r| {
+            let _ = sent.send((r.map_err(|e| e.to_string()), std::thread::current().id()));
+        }),
+    );
+    assert!(rx.try_recv().unwrap().0.is_err());
+
+    // A record never submitted before the log closes: told that it closed.
+    let s = FaultStorage::with_config(FaultConfig::default());
+    let (wal, _) = Wal::open(Arc::new(s.clone()), &PathBuf::from("/wal"), WalOptions::default()).unwrap();
+    let next = wal.next_lsn();
+    wal.on_acknowledged(
+        next,
+        Box::new(move |r| {
+            let _ = tx.send((r.map_err(|e| e.to_string()), std::thread::current().id()));
+        }),
+    );
+    wal.close().unwrap();
+    let (result, _) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(result.is_err_and(|e| e.contains("closed")));
+}

@@ -50,7 +50,7 @@ use openraft::raft::{
 use openraft::{CommittedLeaderId, LogId, SnapshotMeta, StoredMembership, Vote};
 
 use crate::types::{
-    decode_membership, encode_membership, from_replicated, to_replicated, Entry, Larch, Member, NodeId,
+    decode_membership, encode_entry, encode_membership, from_replicated, Entry, Larch, Member, NodeId,
 };
 
 /// The largest frame, not counting its length field: 64 MiB. A peer announcing more is
@@ -362,7 +362,16 @@ fn put_present_log_id(out: &mut Vec<u8>, id: &LogId<NodeId>) {
 
 fn put_entry(out: &mut Vec<u8>, entry: &Entry) -> Result<(), CodecError> {
     put_present_log_id(out, &entry.log_id);
-    put_octets(out, &to_replicated(entry).encode())
+    // `put_octets` without a copy: the length goes before the entry once it is written.
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    encode_entry(entry, out);
+    let written = out.len() - at - 4;
+    let len = u32::try_from(written).map_err(|_| CodecError::TooLarge(written))?;
+    if let Some(slot) = out.get_mut(at..at + 4) {
+        slot.copy_from_slice(&len.to_le_bytes());
+    }
+    Ok(())
 }
 
 fn put_append_request(out: &mut Vec<u8>, r: &AppendEntriesRequest<Larch>) -> Result<(), CodecError> {

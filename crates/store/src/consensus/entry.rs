@@ -114,38 +114,73 @@ const KIND_WRITE: u8 = 2;
 #[error("malformed replicated log entry: {0}")]
 pub struct EntryError(pub &'static str);
 
-impl ReplicatedEntry {
-    /// The entry as a WAL payload.
-    pub fn encode(&self) -> Vec<u8> {
-        let body_len = match &self.body {
-            EntryBody::Blank => 0,
-            EntryBody::Membership(m) => m.len(),
-            EntryBody::Write(w) => w.body_len(),
-        };
-        let mut out = Vec::with_capacity(HEADER_LEN + body_len);
-        let kind = match &self.body {
-            EntryBody::Blank => KIND_BLANK,
-            EntryBody::Membership(_) => KIND_MEMBERSHIP,
-            EntryBody::Write(_) => KIND_WRITE,
-        };
-        out.push(kind);
-        out.extend_from_slice(&self.leadership.term.to_le_bytes());
-        out.extend_from_slice(&self.leadership.node.to_le_bytes());
-        match &self.body {
-            EntryBody::Blank => {}
-            EntryBody::Membership(m) => out.extend_from_slice(m),
-            EntryBody::Write(batch) => {
-                out.extend_from_slice(&batch.expected_lsn.to_le_bytes());
-                out.extend_from_slice(&(batch.writes.len() as u32).to_le_bytes());
-                for write in &batch.writes {
-                    out.extend_from_slice(&(write.len() as u32).to_le_bytes());
-                    for change in write {
-                        out.extend_from_slice(&(change.len() as u32).to_le_bytes());
-                        out.extend_from_slice(change);
-                    }
+/// An entry's body, borrowed: what [`encode_entry_into`] writes (an entry is encoded
+/// where it is held, never copied first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyRef<'a> {
+    /// [`EntryBody::Blank`].
+    Blank,
+    /// [`EntryBody::Membership`].
+    Membership(&'a [u8]),
+    /// [`EntryBody::Write`].
+    Write(&'a WriteBatch),
+}
+
+impl EntryBody {
+    /// The body, borrowed.
+    pub fn as_body_ref(&self) -> BodyRef<'_> {
+        match self {
+            EntryBody::Blank => BodyRef::Blank,
+            EntryBody::Membership(m) => BodyRef::Membership(m),
+            EntryBody::Write(w) => BodyRef::Write(w),
+        }
+    }
+}
+
+/// Octets [`encode_entry_into`] writes for `body`.
+pub fn encoded_len(body: BodyRef<'_>) -> usize {
+    HEADER_LEN
+        + match body {
+            BodyRef::Blank => 0,
+            BodyRef::Membership(m) => m.len(),
+            BodyRef::Write(w) => w.body_len(),
+        }
+}
+
+/// Appends the WAL payload of the entry appended under `leadership` holding `body` to
+/// `out`.
+pub fn encode_entry_into(leadership: Leadership, body: BodyRef<'_>, out: &mut Vec<u8>) {
+    out.reserve(encoded_len(body));
+    let kind = match body {
+        BodyRef::Blank => KIND_BLANK,
+        BodyRef::Membership(_) => KIND_MEMBERSHIP,
+        BodyRef::Write(_) => KIND_WRITE,
+    };
+    out.push(kind);
+    out.extend_from_slice(&leadership.term.to_le_bytes());
+    out.extend_from_slice(&leadership.node.to_le_bytes());
+    match body {
+        BodyRef::Blank => {}
+        BodyRef::Membership(m) => out.extend_from_slice(m),
+        BodyRef::Write(batch) => {
+            out.extend_from_slice(&batch.expected_lsn.to_le_bytes());
+            out.extend_from_slice(&(batch.writes.len() as u32).to_le_bytes());
+            for write in &batch.writes {
+                out.extend_from_slice(&(write.len() as u32).to_le_bytes());
+                for change in write {
+                    out.extend_from_slice(&(change.len() as u32).to_le_bytes());
+                    out.extend_from_slice(change);
                 }
             }
         }
+    }
+}
+
+impl ReplicatedEntry {
+    /// The entry as a WAL payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_entry_into(self.leadership, self.body.as_body_ref(), &mut out);
         out
     }
 

@@ -35,7 +35,8 @@ use std::sync::{Arc, OnceLock};
 
 pub use apply::Applied;
 pub use entry::{
-    index_of_lsn, leadership_of, lsn_of_index, EntryBody, EntryError, Leadership, ReplicatedEntry, WriteBatch,
+    encode_entry_into, encoded_len, index_of_lsn, leadership_of, lsn_of_index, BodyRef, EntryBody,
+    EntryError, Leadership, ReplicatedEntry, WriteBatch,
 };
 
 use crate::version::Version;

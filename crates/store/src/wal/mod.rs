@@ -63,7 +63,7 @@ pub use format::{
 };
 pub(crate) use recovery::list_segments;
 pub use recovery::{oldest_segment_lsn, recover, Record, RecoveryReport, TailCut, WalReader};
-pub use writer::{FailureHook, LogRecord, SyncPolicy, Wal, WalOptions};
+pub use writer::{Acknowledged, FailureHook, LogRecord, SyncPolicy, Wal, WalOptions};
 
 /// A log sequence number: 1 for the first record, then consecutive.
 pub type Lsn = u64;

@@ -30,6 +30,7 @@
 //!    records at once, so one writer batch never holds part of them. If the undo fails
 //!    too, the error passed to `on_failure` says so.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -60,6 +61,11 @@ pub enum SyncPolicy {
     /// For benchmarks that say so: a crash may lose any acknowledged record.
     None,
 }
+
+/// Run by the writer thread once a record is acknowledged ([`Wal::on_acknowledged`]), or
+/// with the error that stopped the writer (or [`WalError::Closed`] when the log closed
+/// first). It must not block: it runs between the writer's batches.
+pub type Acknowledged = Box<dyn FnOnce(Result<(), WalError>) + Send>;
 
 /// Told of the error that stopped the writer (see the module documentation, step 5).
 pub type FailureHook = Arc<dyn Fn(&WalError, Option<&WalError>) + Send + Sync>;
@@ -161,6 +167,8 @@ struct State {
     cut: Option<(Lsn, Lsn)>,
     /// Cuts done so far (a caller waits for the count to pass its own).
     cuts_done: u64,
+    /// What to run once a record is acknowledged, in LSN order ([`Wal::on_acknowledged`]).
+    on_acked: VecDeque<(Lsn, Acknowledged)>,
 }
 
 struct Shared {
@@ -552,6 +560,26 @@ impl Wal {
         }
     }
 
+    /// Runs `then` once every record up to `lsn` is acknowledged per the [`SyncPolicy`]
+    /// (at once, on this thread, when they are already), or with the error that stopped
+    /// the writer: [`Wal::wait_for`] without a thread waiting. `then` runs on the writer
+    /// thread after the batch that acknowledged `lsn`, so it must not block.
+    pub fn on_acknowledged(&self, lsn: Lsn, then: Acknowledged) {
+        let mut s = self.shared.lock();
+        if s.acked_lsn >= lsn {
+            drop(s);
+            return then(Ok(()));
+        }
+        if let Some(msg) = &s.failed {
+            let e = WalError::Failed(msg.clone());
+            drop(s);
+            return then(Err(e));
+        }
+        // Kept in LSN order: callers wait for records they submitted, in order.
+        let at = s.on_acked.partition_point(|(l, _)| *l <= lsn);
+        s.on_acked.insert(at, (lsn, then));
+    }
+
     /// Fsyncs everything appended so far (whatever the policy) and returns the last LSN
     /// that is now durable.
     pub fn sync(&self) -> Result<Lsn, WalError> {
@@ -691,6 +719,27 @@ impl Drop for Wal {
     }
 }
 
+/// The callbacks [`Wal::on_acknowledged`] left whose record is now acknowledged, with
+/// their result; with `ending` (the writer stops) every one left, with the error that
+/// stopped it or [`WalError::Closed`].
+fn take_acknowledged(s: &mut State, ending: bool) -> Vec<(Acknowledged, Result<(), WalError>)> {
+    let mut ready = Vec::new();
+    while s.on_acked.front().is_some_and(|(lsn, _)| *lsn <= s.acked_lsn) {
+        if let Some((_, then)) = s.on_acked.pop_front() {
+            ready.push((then, Ok(())));
+        }
+    }
+    if ending {
+        let failed = s.failed.clone();
+        let error = || match &failed {
+            Some(msg) => WalError::Failed(msg.clone()),
+            None => WalError::Closed,
+        };
+        ready.extend(s.on_acked.drain(..).map(|(_, then)| (then, Err(error()))));
+    }
+    ready
+}
+
 fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_failure: Option<FailureHook>) {
     // When the oldest acknowledged-but-unsynced write happened (Batch policy).
     let mut unsynced_since: Option<Instant> = None;
@@ -784,8 +833,12 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
                 true
             }
         };
+        let acked = take_acknowledged(&mut s, closing || failed);
         drop(s);
         shared.done.notify_all();
+        for (then, result) in acked {
+            then(result);
+        }
         if closing || failed {
             return;
         }
