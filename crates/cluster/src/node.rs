@@ -44,6 +44,10 @@ pub enum ClusterError {
     /// The cluster cannot answer now (no leader, no majority, or too slow).
     #[error("{0}")]
     Unavailable(String),
+    /// The data directory holds data this node cannot start a cluster from, or converting
+    /// it failed ([`crate::existing_data`]).
+    #[error("{0}")]
+    ExistingData(String),
 }
 
 /// Timing of the consensus engine.

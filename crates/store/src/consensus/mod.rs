@@ -29,6 +29,7 @@
 
 pub mod apply;
 pub mod entry;
+pub mod existing;
 pub(crate) mod writer;
 
 use std::sync::{Arc, OnceLock};
