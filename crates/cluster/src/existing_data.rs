@@ -51,6 +51,12 @@ pub enum Prepared {
     },
 }
 
+/// The refusal of a single server's data on a node that does not bootstrap: one line for
+/// the error log, naming what to do.
+pub const NOT_BOOTSTRAPPING: &str = "the data directory holds a single server's data: only the node that \
+    bootstraps the cluster (cluster.bootstrap = true) may start on existing data; empty this node's data \
+    directory (docs/cluster.md, \"Starting from existing data\")";
+
 /// Readies the data directory of `options` (with the node's Raft state in `state_dir`) for
 /// node `id`: `bootstrap` holds the first members when this node creates the cluster. See
 /// the module documentation.
@@ -66,22 +72,17 @@ pub fn prepare(
     let DataKind::SingleServer { .. } = kind else {
         return Ok(Prepared::Nothing);
     };
-    let dir = options.dir.display();
     let state =
         raft_state::read(storage, state_dir).map_err(|e| ClusterError::ExistingData(e.to_string()))?;
     if state.vote.is_some() {
         return refuse(format!(
-            "{dir} holds a single server's data but {} a cluster's state: restore the data directory \
+            "the data directory holds a single server's data but {} a cluster's state: restore the data directory \
              from a backup, or empty it to join as a new node",
             state_dir.display()
         ));
     }
     let Some(members) = bootstrap else {
-        return refuse(format!(
-            "{dir} holds a single server's data: only the node that bootstraps the cluster \
-             (cluster.bootstrap = true) may start on existing data; empty this node's data directory \
-             (docs/cluster.md, \"Starting from existing data\")"
-        ));
+        return refuse(NOT_BOOTSTRAPPING.into());
     };
     if !members.contains_key(&id) {
         return refuse(format!("node {id} is not among the first members (cluster.members)"));
@@ -96,10 +97,7 @@ fn convert(
     members: &BTreeMap<NodeId, Member>,
 ) -> Result<Prepared, ClusterError> {
     let failed = |e: larch_store::StoreError| {
-        ClusterError::ExistingData(format!(
-            "cannot convert the single server's data in {}: {e}",
-            options.dir.display()
-        ))
+        ClusterError::ExistingData(format!("cannot convert the single server's data: {e}"))
     };
     let mut single = options.clone();
     single.replicated = false;
