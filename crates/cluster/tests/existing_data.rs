@@ -1,7 +1,9 @@
 //! Starting a cluster from a single server's data ([`larch_cluster::existing_data`]): the
 //! bootstrapping node converts it, the empty members are sent its snapshot, and the
 //! cluster goes on from there; a crash between the conversion's steps leaves a directory
-//! that is converted again; a node that does not bootstrap refuses such data.
+//! that is converted again; `larch import`'s output (entries at LSN 0) and a cluster
+//! node's backup restored start a cluster too; a node that does not bootstrap refuses such
+//! data.
 
 mod common;
 
@@ -12,7 +14,8 @@ use std::time::Duration;
 use common::{add, apply, content, member, open_store, store_options, timing, write, Cluster, Op, SUFFIX};
 use larch_cluster::existing_data::{prepare, Prepared};
 use larch_cluster::{ClusterError, Member};
-use larch_store::storage::FaultStorage;
+use larch_store::import::{import_ldif, ImportOptions};
+use larch_store::storage::{FaultStorage, Storage};
 
 const STATE_DIR: &str = "/data/cluster";
 
@@ -162,4 +165,81 @@ fn an_empty_directory_is_left_alone() {
         prepare(&options, Path::new(STATE_DIR), 2, None).unwrap(),
         Prepared::Nothing
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_output_of_an_import_starts_a_cluster() {
+    let storage = FaultStorage::new(61);
+    let mut ldif = format!("dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\no: example\ndc: example\ndescription: top\n\n");
+    for i in 0..10 {
+        ldif.push_str(&format!(
+            "dn: cn=i{i},{SUFFIX}\nobjectClass: applicationProcess\ncn: i{i}\ndescription: imported\n\n"
+        ));
+    }
+    let options = ImportOptions {
+        dir: "/data".into(),
+        storage: std::sync::Arc::new(storage.clone()),
+        schema: common::schema(),
+        threads: 1,
+        naming_contexts: Vec::new(),
+        hook: None,
+        allow_file_urls: false,
+    };
+    import_ldif(&options, ldif.as_bytes(), |_| {}).unwrap();
+    let imported = content(&open_store(&storage, false).current());
+    assert_eq!(imported.len(), 11);
+    // Its entries are at LSN 0; the cluster takes them as LSN 1.
+    assert_eq!(
+        convert(&storage).unwrap(),
+        Prepared::Converted { lsn: 1, entries: 11 }
+    );
+    let cluster = cluster_on(storage, 61).await;
+    assert_eq!(cluster.converged(Duration::from_secs(20)).await, imported);
+    let store = cluster.nodes[&1].store.clone();
+    write(&store, add("new", "cluster")).await.unwrap().unwrap();
+    assert_eq!(cluster.converged(Duration::from_secs(20)).await.len(), 12);
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cluster_nodes_backup_restored_starts_a_new_cluster() {
+    let old = Cluster::start(3, 71).await;
+    let leader = old.leader(Duration::from_secs(5)).await;
+    let store = old.nodes[&leader].store.clone();
+    common::add_suffix(&store).await;
+    for i in 0..20 {
+        write(&store, add(&format!("o{i}"), "old")).await.unwrap().unwrap();
+    }
+    let state = old.converged(Duration::from_secs(20)).await;
+    let restored = FaultStorage::new(72);
+    let (storage, node_store) = (old.nodes[&leader].storage.clone(), store.clone());
+    let target = restored.clone();
+    tokio::task::spawn_blocking(move || {
+        node_store
+            .backup(Path::new("/backup"), &larch_store::BackupOptions::default())
+            .unwrap();
+        // The backup's files, copied to the new machine's disk, restored there.
+        for dir in ["/backup", "/backup/snapshots", "/backup/wal"] {
+            let dir = Path::new(dir);
+            target.create_dir_all(dir).unwrap();
+            for name in storage.list(dir).unwrap_or_default() {
+                let path = dir.join(name);
+                let mut file = target.open_append(&path).unwrap();
+                file.write_all(&storage.read(&path).unwrap()).unwrap();
+                file.sync().unwrap();
+            }
+        }
+        larch_store::backup::restore(&target, Path::new("/backup"), Path::new("/data")).unwrap();
+    })
+    .await
+    .unwrap();
+    old.stop().await;
+
+    assert!(matches!(convert(&restored), Ok(Prepared::Converted { .. })));
+    let cluster = cluster_on(restored, 73).await;
+    assert_eq!(cluster.converged(Duration::from_secs(20)).await, state);
+    let store = cluster.nodes[&1].store.clone();
+    write(&store, add("new", "cluster")).await.unwrap().unwrap();
+    assert_eq!(cluster.converged(Duration::from_secs(20)).await.len(), 22);
+    cluster.stop().await;
 }

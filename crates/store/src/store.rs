@@ -839,21 +839,28 @@ impl Store {
     ///    state at `n`) in its header, replacing step 1's by a rename: from now on the
     ///    directory is a cluster node's, which opens with [`StoreOptions::replicated`].
     ///
-    /// Returns `n`. Refused on a replicated store, and at LSN 0 (nothing to convert).
+    /// `larch import`'s output holds its entries at LSN 0 with no log; a cluster's first
+    /// entry is at LSN 1, so such a version is taken as LSN 1 (`n = 1`). Returns `n`.
+    /// Refused on a replicated store, and on an empty one (nothing to convert).
     pub fn convert_to_replicated(&self, consensus: impl FnOnce(Lsn) -> Vec<u8>) -> Result<Lsn, StoreError> {
         if self.inner.replicated.is_some() {
             return Err(StoreError::Unsupported("the store is a cluster node's already"));
         }
-        // Step 1.
-        self.snapshot_now()?;
-        let version = self.current();
+        let mut version = self.current();
         if version.lsn == 0 {
-            return Err(StoreError::Unsupported("the store holds nothing to convert"));
+            if version.is_empty() {
+                return Err(StoreError::Unsupported("the store holds nothing to convert"));
+            }
+            let mut imported = (*version).clone();
+            imported.lsn = 1;
+            version = Arc::new(imported);
         }
+        let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // Step 1.
+        self.write_snapshot_of(&version, None, Pace::AllCores)?;
         // Step 2.
         self.inner.wal.restart_at(version.lsn + 1)?;
         // Step 3.
-        let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         snapshot::write_snapshot_with(
             &*self.inner.storage,
             &self.inner.snapshot_dir,

@@ -26,7 +26,7 @@ use crate::wal::{Lsn, WalReader};
 /// What a data directory holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataKind {
-    /// Nothing: no snapshot beyond LSN 0, no log record.
+    /// Nothing: no entry in a snapshot, no log record.
     Empty,
     /// A single server's data: snapshots without a consensus section, a log of `Change`
     /// records; `lsn` is the newest snapshot's (the log may reach further).
@@ -42,21 +42,31 @@ pub enum DataKind {
 /// What the data directory `dir` on `storage` holds (see the module documentation).
 pub fn inspect(storage: &dyn Storage, dir: &Path) -> Result<DataKind, StoreError> {
     let newest = newest_snapshot(storage, &dir.join("snapshots"))?;
-    if newest.as_ref().is_some_and(|(_, replicated)| *replicated) {
+    if newest.is_some_and(|s| s.replicated) {
         return Ok(DataKind::Replicated);
     }
-    let lsn = newest.map_or(0, |(lsn, _)| lsn);
+    let lsn = newest.map_or(0, |s| s.lsn);
+    // `larch import`'s output holds its entries at LSN 0.
+    let holds_entries = newest.is_some_and(|s| s.lsn > 0 || s.entries > 0);
     match first_record_is_change(storage, &dir.join("wal"))? {
         Some(false) => Ok(DataKind::Replicated),
         Some(true) => Ok(DataKind::SingleServer { lsn }),
-        None if lsn > 0 => Ok(DataKind::SingleServer { lsn }),
+        None if holds_entries => Ok(DataKind::SingleServer { lsn }),
         None => Ok(DataKind::Empty),
     }
 }
 
-/// The newest snapshot in `dir`: its LSN and whether its header carries a consensus
-/// section. `None` when there is none (or no directory).
-fn newest_snapshot(storage: &dyn Storage, dir: &Path) -> Result<Option<(Lsn, bool)>, StoreError> {
+/// What a snapshot's header says.
+#[derive(Debug, Clone, Copy)]
+struct Newest {
+    lsn: Lsn,
+    entries: u64,
+    /// Whether it carries a consensus section.
+    replicated: bool,
+}
+
+/// The newest snapshot in `dir`, `None` when there is none (or no directory).
+fn newest_snapshot(storage: &dyn Storage, dir: &Path) -> Result<Option<Newest>, StoreError> {
     let listed = match snapshot::list_snapshots(storage, dir) {
         Ok(listed) => listed,
         Err(SnapshotError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -70,7 +80,11 @@ fn newest_snapshot(storage: &dyn Storage, dir: &Path) -> Result<Option<(Lsn, boo
         path: path.clone(),
         problem,
     })?;
-    Ok(Some((lsn, consensus.is_some())))
+    Ok(Some(Newest {
+        lsn,
+        entries: meta.entry_count,
+        replicated: consensus.is_some(),
+    }))
 }
 
 /// Whether the log's first record in `dir` is a single server's `Change`; `None` when the
