@@ -5,9 +5,9 @@
 //! A single server's data directory (its own, a `larch restore`d backup, or `larch
 //! import`'s output) has snapshots whose header carries no consensus section and a log of
 //! `Change` records (docs/formats.md); a cluster node's newest snapshot carries the
-//! section, and its log holds replicated entries. The two payloads cannot be mistaken for
-//! each other: a `Change` opens with a BER tag (`a0` to `a3`), a replicated entry with its
-//! kind (0 to 2).
+//! section, and its log holds replicated entries only (converting starts the log again).
+//! The two payloads cannot be mistaken for each other: a `Change` opens with a BER tag
+//! (`a0` to `a3`), a replicated entry with its kind (0 to 2).
 //!
 //! Only the newest snapshot's header and the log's first record are read: a directory is
 //! either wholly a single server's or wholly a cluster node's, and reading the whole log
@@ -28,8 +28,9 @@ use crate::wal::{Lsn, WalReader};
 pub enum DataKind {
     /// Nothing: no entry in a snapshot, no log record.
     Empty,
-    /// A single server's data: snapshots without a consensus section, a log of `Change`
-    /// records; `lsn` is the newest snapshot's (the log may reach further).
+    /// A single server's data: a log of `Change` records, or none and a newest snapshot
+    /// with entries and without a consensus section; `lsn` is the newest snapshot's (the
+    /// log may reach further).
     SingleServer {
         /// The newest snapshot's LSN (0 without one).
         lsn: Lsn,
@@ -42,18 +43,20 @@ pub enum DataKind {
 /// What the data directory `dir` on `storage` holds (see the module documentation).
 pub fn inspect(storage: &dyn Storage, dir: &Path) -> Result<DataKind, StoreError> {
     let newest = newest_snapshot(storage, &dir.join("snapshots"))?;
-    if newest.is_some_and(|s| s.replicated) {
-        return Ok(DataKind::Replicated);
-    }
     let lsn = newest.map_or(0, |s| s.lsn);
-    // `larch import`'s output holds its entries at LSN 0.
-    let holds_entries = newest.is_some_and(|s| s.lsn > 0 || s.entries > 0);
+    // A log of `Change` records is a single server's even after a consensus section: a
+    // converted directory served by a single server again.
     match first_record_is_change(storage, &dir.join("wal"))? {
-        Some(false) => Ok(DataKind::Replicated),
-        Some(true) => Ok(DataKind::SingleServer { lsn }),
-        None if holds_entries => Ok(DataKind::SingleServer { lsn }),
-        None => Ok(DataKind::Empty),
+        Some(true) => return Ok(DataKind::SingleServer { lsn }),
+        Some(false) => return Ok(DataKind::Replicated),
+        None => {}
     }
+    Ok(match newest {
+        Some(s) if s.replicated => DataKind::Replicated,
+        // `larch import`'s output holds its entries at LSN 0.
+        Some(s) if s.lsn > 0 || s.entries > 0 => DataKind::SingleServer { lsn },
+        _ => DataKind::Empty,
+    })
 }
 
 /// What a snapshot's header says.
