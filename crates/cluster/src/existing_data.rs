@@ -85,7 +85,9 @@ pub fn prepare(
         return refuse(NOT_BOOTSTRAPPING.into());
     };
     if !members.contains_key(&id) {
-        return refuse(format!("node {id} is not among the first members (cluster.members)"));
+        return refuse(format!(
+            "node {id} is not among the first members (cluster.members)"
+        ));
     }
     convert(options, id, members)
 }

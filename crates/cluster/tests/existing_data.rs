@@ -107,7 +107,10 @@ async fn a_single_servers_data_starts_a_cluster_that_every_node_holds() {
     // New writes are taken and reach every node.
     let store = cluster.nodes[&1].store.clone();
     for i in 0..5 {
-        write(&store, add(&format!("c{i}"), "cluster")).await.unwrap().unwrap();
+        write(&store, add(&format!("c{i}"), "cluster"))
+            .await
+            .unwrap()
+            .unwrap();
     }
     let state = cluster.converged(Duration::from_secs(20)).await;
     assert_eq!(state.len(), 46);
@@ -119,7 +122,10 @@ async fn a_single_servers_data_starts_a_cluster_that_every_node_holds() {
     assert_eq!(cluster.converged(Duration::from_secs(20)).await, state);
     let leader = cluster.leader(Duration::from_secs(10)).await;
     let store = cluster.nodes[&leader].store.clone();
-    write(&store, add("after-restart", "cluster")).await.unwrap().unwrap();
+    write(&store, add("after-restart", "cluster"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(cluster.converged(Duration::from_secs(20)).await.len(), 47);
     cluster.stop().await;
 }
@@ -136,10 +142,18 @@ async fn a_crash_between_the_conversions_steps_still_starts() {
             "{crash:?}"
         );
         let cluster = cluster_on(storage, seed).await;
-        assert_eq!(cluster.converged(Duration::from_secs(20)).await, single, "{crash:?}");
+        assert_eq!(
+            cluster.converged(Duration::from_secs(20)).await,
+            single,
+            "{crash:?}"
+        );
         let store = cluster.nodes[&1].store.clone();
         write(&store, add("new", "cluster")).await.unwrap().unwrap();
-        assert_eq!(cluster.converged(Duration::from_secs(20)).await.len(), 22, "{crash:?}");
+        assert_eq!(
+            cluster.converged(Duration::from_secs(20)).await.len(),
+            22,
+            "{crash:?}"
+        );
         cluster.stop().await;
     }
 }
@@ -208,7 +222,10 @@ async fn a_cluster_nodes_backup_restored_starts_a_new_cluster() {
     let store = old.nodes[&leader].store.clone();
     common::add_suffix(&store).await;
     for i in 0..20 {
-        write(&store, add(&format!("o{i}"), "old")).await.unwrap().unwrap();
+        write(&store, add(&format!("o{i}"), "old"))
+            .await
+            .unwrap()
+            .unwrap();
     }
     let state = old.converged(Duration::from_secs(20)).await;
     let restored = FaultStorage::new(72);

@@ -229,7 +229,8 @@ impl Directory {
         store_options.storage = storage;
         store_options.events = Some(store_health::error_log_sink());
         if let Some(cluster) = &config.cluster {
-            crate::cluster::existing_data::prepare(cluster, &store_options).map_err(DirectoryError::Cluster)?;
+            crate::cluster::existing_data::prepare(cluster, &store_options)
+                .map_err(DirectoryError::Cluster)?;
         }
         let (store, report) = Store::open(store_options)?;
         let csn = Arc::new(

@@ -75,7 +75,10 @@ fn a_single_servers_data_is_told_apart_converted_and_told_apart_again() {
     store.close(false).unwrap();
     drop(store);
     storage.crash();
-    assert_eq!(inspect(&storage, &data()).unwrap(), DataKind::SingleServer { lsn: 3 });
+    assert_eq!(
+        inspect(&storage, &data()).unwrap(),
+        DataKind::SingleServer { lsn: 3 }
+    );
 
     // Converted: the log replayed, the snapshot at 6 carries the consensus state.
     let store = open(&storage, false);
@@ -100,5 +103,8 @@ fn a_single_servers_data_is_told_apart_converted_and_told_apart_again() {
     add_one(&store);
     store.close(false).unwrap();
     drop(store);
-    assert_eq!(inspect(&storage, &data()).unwrap(), DataKind::SingleServer { lsn: 6 });
+    assert_eq!(
+        inspect(&storage, &data()).unwrap(),
+        DataKind::SingleServer { lsn: 6 }
+    );
 }
