@@ -6,9 +6,7 @@
 //! 1. load the schema and normalize the suffixes and the admin DN through it;
 //! 2. with `[tls]`, read and check the certificate and key (before the store, which may
 //!    take long to load, so a bad certificate is reported at once);
-//! 3. open the store (newest snapshot, then the log tail); a cluster node first readies
-//!    its data directory (`crate::cluster::existing_data`: a single server's data becomes
-//!    the new cluster's starting point on the bootstrapping node, and is refused on another);
+//! 3. open the store (newest snapshot, then the log tail);
 //! 4. create each configured suffix entry that does not exist, with the object classes its
 //!    RDN type implies (`dc` -> dcObject + organization, `o` -> organization, `ou` ->
 //!    organizationalUnit, `c` -> country, `l` -> locality); another RDN type is refused
@@ -94,10 +92,6 @@ pub enum DirectoryError {
         /// Why.
         source: std::io::Error,
     },
-    /// A cluster node's data directory holds data it cannot start from, or converting a
-    /// single server's data failed (`crate::cluster::existing_data`).
-    #[error("cluster: {0}")]
-    Cluster(String),
     /// A set-up entry could not be built.
     #[error("cannot create `{dn}`: {reason}")]
     Setup {
@@ -228,10 +222,6 @@ impl Directory {
         let mut store_options = config.to_store_options(schema.clone());
         store_options.storage = storage;
         store_options.events = Some(store_health::error_log_sink());
-        if let Some(cluster) = &config.cluster {
-            crate::cluster::existing_data::prepare(cluster, &store_options)
-                .map_err(DirectoryError::Cluster)?;
-        }
         let (store, report) = Store::open(store_options)?;
         let csn = Arc::new(
             CsnGenerator::new(u32::from(config.sync_provider.server_id)).map_err(|e| setup_error("", e))?,

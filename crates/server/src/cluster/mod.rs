@@ -6,9 +6,9 @@
 //! [`ReplicateError::NotLeader`]).
 //!
 //! Starting, in steps:
-//! 0. before the store opens ([`crate::directory::Directory::open`]): a single server's data
-//!    in the data directory becomes the new cluster's starting point on the node with
-//!    `cluster.bootstrap`, and is refused on any other ([`existing_data`]);
+//! 0. before the directory opens (`larch serve` calls [`existing_data::prepare`]): a single
+//!    server's data in the data directory becomes the new cluster's starting point on the
+//!    node with `cluster.bootstrap`, and is refused on any other;
 //!
 //! then, once the directory is open ([`start`]):
 //! 1. the Raft transport's security: plain TCP, or TLS with client certificates
