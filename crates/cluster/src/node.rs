@@ -147,7 +147,9 @@ pub type LeadHook = Arc<dyn Fn(Leadership) + Send + Sync>;
 
 impl ClusterNode {
     /// Starts node `id` on `store` (opened with `replicated` set) with `network`, its Raft
-    /// state in `state_dir`, and makes it the store's replicator.
+    /// state in `state_dir`, and makes it the store's replicator. A data directory that
+    /// held a single server's data was readied before the store opened
+    /// ([`crate::existing_data::prepare`]): this refuses such data.
     pub async fn start<N>(
         id: NodeId,
         store: &Store,
