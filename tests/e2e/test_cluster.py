@@ -12,6 +12,10 @@
   data (unavailable) but still answers cn=Monitor.
 - A node that starts to lead raises its CSNs past the newest in the directory: the
   entryCSN of a write after a failover follows the one before it.
+- A single server's data starts a cluster: a `larch serve` without `[cluster]` filled over
+  LDAP and stopped becomes the bootstrapping node of three; the two empty nodes are sent
+  its data and every node serves every entry and a new write. A node that does not
+  bootstrap refuses such data in one line of its error log.
 - kill -9 of the leader at random moments while a client writes (20 cycles in CI;
   CLUSTER_CYCLES=N for the long form): a new leader within a bounded time, every
   acknowledged write on every node, all nodes converging to the same entries.
@@ -369,6 +373,44 @@ def test_cluster_status_on_a_server_that_is_not_a_cluster_node(request, server):
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
     assert r.stderr.strip().splitlines()[-1] == \
         "larch cluster status: the server is not a cluster node (no cn=Cluster,cn=Monitor)", r.stderr
+
+
+def test_a_single_servers_data_starts_a_cluster(request):
+    cluster = Cluster(request.config.getoption("--larch-bin"))
+    first, third = cluster.nodes[1], cluster.nodes[3]
+    try:
+        # Node 1 first serves as a single server (no [cluster]), filled over LDAP, stopped.
+        cluster_toml = (first.workdir / "larch.toml").read_text()
+        first._setup_larch(f'\n[metrics]\nlisten = "127.0.0.1:{first.metrics_port}"\n')
+        first.start()
+        ldaputil.ldapadd_ok(first, ldaputil.ldif_entry(f"ou=people,{BASE}",
+                                                       {"objectClass": "organizationalUnit", "ou": "people"})
+                            + "".join(person(i) for i in range(40)))
+        single = entries(first)
+        assert len(single) == 41
+        assert first.stop() == 0, first.stderr_tail()
+
+        # A node that does not bootstrap refuses a copy of that data, in one line.
+        shutil.copytree(first.workdir / "data", third.workdir / "data")
+        third.spawn()
+        assert third.proc.wait(timeout=60) != 0
+        third.proc = None
+        assert "only the node that bootstraps the cluster (cluster.bootstrap = true) may start on existing data" \
+            in third.stderr_tail(), third.stderr_tail()
+        shutil.rmtree(third.workdir / "data")
+
+        # Node 1 again, now bootstrapping the cluster; nodes 2 and 3 start empty.
+        (first.workdir / "larch.toml").write_text(cluster_toml)
+        cluster.start()
+        assert cluster.leader() is first
+        assert "made this single server's data the new cluster's starting point" in first.stderr_path.read_text()
+        assert converge(cluster) == single
+        assert add_on_leader(cluster, 1000) == 0
+        state = converge(cluster)
+        assert len(state) == 42
+        assert state[f"cn=p1000,ou=people,{BASE}"] == ["d1000"]
+    finally:
+        cluster.close()
 
 
 def test_kill9_of_the_leader_loses_no_acknowledged_write(cluster):

@@ -14,7 +14,8 @@
 //! - [`snapshot_state`]: the consensus state a snapshot's header carries;
 //! - [`snapshot_file`]: a snapshot file as openraft's snapshot data, read and written in
 //!   chunks;
-//! - [`state_machine`]: the store, applying committed entries;
+//! - [`existing_data`]: a single server's data made a new cluster's starting point, on the
+//!   node that bootstraps it, before openraft starts;
 //! - [`member`]: what the configuration records of each member (Raft address, LDAP URL);
 //! - [`membership`]: nodes added to and removed from a running cluster, on its leader;
 //! - [`node`]: a running node, and the writer's way into the cluster;
@@ -29,6 +30,7 @@
 // the helpers that build them return them as the traits do.
 #![allow(clippy::result_large_err)]
 
+pub mod existing_data;
 pub mod log_store;
 pub mod member;
 pub mod membership;

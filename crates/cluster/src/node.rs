@@ -44,6 +44,10 @@ pub enum ClusterError {
     /// The cluster cannot answer now (no leader, no majority, or too slow).
     #[error("{0}")]
     Unavailable(String),
+    /// The data directory holds data this node cannot start a cluster from, or converting
+    /// it failed ([`crate::existing_data`]).
+    #[error("{0}")]
+    ExistingData(String),
 }
 
 /// Timing of the consensus engine.
@@ -136,7 +140,9 @@ pub type LeadHook = Arc<dyn Fn(Leadership) + Send + Sync>;
 
 impl ClusterNode {
     /// Starts node `id` on `store` (opened with `replicated` set) with `network`, its Raft
-    /// state in `state_dir`, and makes it the store's replicator.
+    /// state in `state_dir`, and makes it the store's replicator. A data directory that
+    /// held a single server's data was readied before the store opened
+    /// ([`crate::existing_data::prepare`]): this refuses such data.
     pub async fn start<N>(
         id: NodeId,
         store: &Store,

@@ -210,6 +210,10 @@ fn run(
         }
     };
     let fetched = start_from_snapshot(&config, &runtime);
+    // A cluster node readies its data directory before the store opens on it: a single
+    // server's data is converted on the node that bootstraps the cluster, refused on another.
+    larch_server::cluster::existing_data::prepare(&config)
+        .map_err(|e| format!("{}: cluster: {e}", data_dir.display()))?;
     let (dir, startup) = Directory::open(config).map_err(|e| format!("{}: {e}", data_dir.display()))?;
     if fetched {
         match dir

@@ -827,6 +827,50 @@ impl Store {
         Ok((snapshot, file))
     }
 
+    /// A single server's data made a cluster's starting point ([`crate::consensus::existing`]):
+    /// on a store opened as a single server (its log replayed), with nothing writing, in
+    /// steps, each of which leaves a directory that opens (as a single server's after
+    /// steps 1 and 2, as a cluster node's after step 3):
+    /// 1. a snapshot of the current version (LSN `n`) is written, unless the newest is at
+    ///    `n` already: the log is no longer needed;
+    /// 2. the log is started again at `n + 1` (every record removed): a cluster node's log
+    ///    holds replicated entries only;
+    /// 3. the snapshot at `n` is written again with `consensus(n)` (the consensus engine's
+    ///    state at `n`) in its header, replacing step 1's by a rename: from now on the
+    ///    directory is a cluster node's, which opens with [`StoreOptions::replicated`].
+    ///
+    /// `larch import`'s output holds its entries at LSN 0 with no log; a cluster's first
+    /// entry is at LSN 1, so such a version is taken as LSN 1 (`n = 1`). Returns `n`.
+    /// Refused on a replicated store, and on an empty one (nothing to convert).
+    pub fn convert_to_replicated(&self, consensus: impl FnOnce(Lsn) -> Vec<u8>) -> Result<Lsn, StoreError> {
+        if self.inner.replicated.is_some() {
+            return Err(StoreError::Unsupported("the store is a cluster node's already"));
+        }
+        let mut version = self.current();
+        if version.lsn == 0 {
+            if version.is_empty() {
+                return Err(StoreError::Unsupported("the store holds nothing to convert"));
+            }
+            let mut imported = (*version).clone();
+            imported.lsn = 1;
+            version = Arc::new(imported);
+        }
+        let _one = self.inner.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+        // Step 1.
+        self.write_snapshot_of(&version, None, Pace::AllCores)?;
+        // Step 2.
+        self.inner.wal.restart_at(version.lsn + 1)?;
+        // Step 3.
+        snapshot::write_snapshot_with(
+            &*self.inner.storage,
+            &self.inner.snapshot_dir,
+            &snapshot_meta(&version, Some(&consensus(version.lsn))),
+            version.entries.iter().map(|(id, r)| (id, r.as_bytes())),
+            &self.write_options(Pace::AllCores),
+        )?;
+        Ok(version.lsn)
+    }
+
     /// In a cluster: the newest snapshot file, its LSN and the consensus state its header
     /// carries (read from the header alone), and the file opened (under the snapshot lock,
     /// so no clean-up removes it first). `None` when there is no snapshot.

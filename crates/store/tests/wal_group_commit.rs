@@ -107,10 +107,9 @@ fn each_thread_sees_its_own_records_in_order() {
 }
 
 /// A channel that records what `on_acknowledged` reports, with the thread it ran on.
-fn told() -> (
-    std::sync::mpsc::Sender<(Result<(), String>, std::thread::ThreadId)>,
-    std::sync::mpsc::Receiver<(Result<(), String>, std::thread::ThreadId)>,
-) {
+type Told = (Result<(), String>, std::thread::ThreadId);
+
+fn told() -> (std::sync::mpsc::Sender<Told>, std::sync::mpsc::Receiver<Told>) {
     std::sync::mpsc::channel()
 }
 

@@ -158,6 +158,11 @@ pub fn content(version: &Version) -> BTreeMap<String, String> {
 
 /// Opens a store on `storage` as a single server (`replicated` false) or a cluster node.
 pub fn open_store(storage: &FaultStorage, replicated: bool) -> Store {
+    Store::open(store_options(storage, replicated)).unwrap().0
+}
+
+/// The options [`open_store`] opens with.
+pub fn store_options(storage: &FaultStorage, replicated: bool) -> StoreOptions {
     let mut options = StoreOptions::new(PathBuf::from("/data"), schema());
     options.storage = Arc::new(storage.clone());
     options.sync = SyncPolicy::Always;
@@ -166,7 +171,7 @@ pub fn open_store(storage: &FaultStorage, replicated: bool) -> Store {
     options.snapshot_after_records = None;
     options.segment_size_limit = 4096;
     options.replicated = replicated;
-    Store::open(options).unwrap().0
+    options
 }
 
 /// One node.
@@ -269,6 +274,26 @@ impl Cluster {
             nodes,
             down: BTreeMap::new(),
             ids: (1..=n).collect(),
+            timing,
+        };
+        cluster.leader(Duration::from_secs(10)).await;
+        cluster
+    }
+
+    /// Nodes started on `storages` (numbered as given), none initialized here: one of them
+    /// holds a cluster's starting point already ([`larch_cluster::existing_data`]); waits
+    /// for a leader.
+    pub async fn start_on(storages: BTreeMap<u64, FaultStorage>, seed: u64, timing: Timing) -> Cluster {
+        let router = Router::new(seed);
+        let mut nodes = BTreeMap::new();
+        for (id, storage) in storages {
+            nodes.insert(id, start_node(&router, id, storage, timing).await);
+        }
+        let cluster = Cluster {
+            router,
+            ids: nodes.keys().copied().collect(),
+            nodes,
+            down: BTreeMap::new(),
             timing,
         };
         cluster.leader(Duration::from_secs(10)).await;

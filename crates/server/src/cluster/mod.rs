@@ -5,12 +5,17 @@
 //! configuration records it (`crate::error`'s mapping of
 //! [`ReplicateError::NotLeader`]).
 //!
-//! Starting, in steps ([`start`]):
+//! Starting, in steps:
+//! 0. before the directory opens (`larch serve` calls [`existing_data::prepare`]): a single
+//!    server's data in the data directory becomes the new cluster's starting point on the
+//!    node with `cluster.bootstrap`, and is refused on any other;
+//!
+//! then, once the directory is open ([`start`]):
 //! 1. the Raft transport's security: plain TCP, or TLS with client certificates
 //!    ([`tls`]);
 //! 2. the node on the directory's store ([`larch_cluster::ClusterNode`]);
 //! 3. the transport's listener (`cluster.listen`);
-//! 4. with `cluster.bootstrap`, on a node whose log is empty: the cluster of
+//! 4. with `cluster.bootstrap`, on a node whose store and log are empty: the cluster of
 //!    `cluster.members` is created, each member's Raft address and LDAP URL in its first
 //!    configuration (a node without `bootstrap` waits for a leader to send it the log,
 //!    configurations included: `larch cluster add-node` on the leader,
@@ -26,6 +31,7 @@
 //! [`ReplicateError::NotLeader`]: larch_store::consensus::ReplicateError::NotLeader
 
 pub mod csn;
+pub mod existing_data;
 pub mod setup;
 pub mod tls;
 
@@ -145,17 +151,22 @@ fn forward_writes(
     Ok(())
 }
 
-/// Step 4: the cluster of every member, made by this node.
-async fn bootstrap(node: &ClusterNode, settings: &ClusterSettings) -> Result<(), String> {
-    let members: BTreeMap<u64, Member> = settings
+/// The first members as the cluster's first configuration records them: each one's Raft
+/// address and LDAP URL.
+fn first_members(settings: &ClusterSettings) -> BTreeMap<u64, Member> {
+    settings
         .members
         .iter()
         .map(|m| {
             let url = m.ldap_url.clone().unwrap_or_default();
             (m.id, Member::new(m.raft.clone(), url))
         })
-        .collect();
-    match node.initialize(members).await {
+        .collect()
+}
+
+/// Step 4: the cluster of every member, made by this node.
+async fn bootstrap(node: &ClusterNode, settings: &ClusterSettings) -> Result<(), String> {
+    match node.initialize(first_members(settings)).await {
         Ok(()) => {
             info!(
                 members = settings.members.len(),

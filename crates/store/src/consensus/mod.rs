@@ -24,11 +24,15 @@
 //! it; see [`entry`] for its payloads), so a committed write is on disk once on a majority
 //! of nodes, and nothing is logged twice.
 //!
-//! What a replicated store does not do yet: write snapshots (so it replays the whole log
-//! at every start), or install one sent by a leader. See `docs/cluster.md`.
+//! Snapshots are written and installed when the engine asks
+//! ([`Store::write_replicated_snapshot`](crate::Store::write_replicated_snapshot),
+//! [`Store::install_replicated_snapshot`](crate::Store::install_replicated_snapshot)); a
+//! single server's data becomes a cluster's starting point through [`existing`]. See
+//! `docs/cluster.md`.
 
 pub mod apply;
 pub mod entry;
+pub mod existing;
 pub(crate) mod writer;
 
 use std::sync::{Arc, OnceLock};
