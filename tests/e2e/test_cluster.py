@@ -238,6 +238,8 @@ def test_a_cluster_forms_replicates_and_refers_writes_to_its_leader(cluster):
     members = lines[1].removeprefix("cluster members: ").split(", ")
     assert sorted(m.split()[0] for m in members) == ["1", "2", "3"], lines
     assert all(m.endswith(" voter") for m in members), lines
+    # Each member with its LDAP URL, as the cluster's configuration records it.
+    assert {int(m.split()[0]): m.split()[2] for m in members} == {i: s.url for i, s in cluster.nodes.items()}, lines
 
 
 def snapshot_lsns(srv):

@@ -51,8 +51,19 @@ pub struct Status {
     pub applied_lsn: Lsn,
     /// The voting members, by ID.
     pub voters: Vec<NodeId>,
-    /// Every member (voters and learners) with its Raft address.
-    pub members: Vec<(NodeId, String)>,
+    /// Every member (voters and learners), by ID.
+    pub members: Vec<MemberStatus>,
+}
+
+/// One member as the cluster's configuration records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberStatus {
+    /// Its number.
+    pub id: NodeId,
+    /// Where its Raft transport listens.
+    pub raft: String,
+    /// Where clients reach it (`None`: not recorded).
+    pub ldap_url: Option<String>,
 }
 
 impl Status {
@@ -73,7 +84,14 @@ impl Status {
             last_log_lsn: m.last_log_index.map_or(0, larch_store::consensus::lsn_of_index),
             applied_lsn: m.last_applied.as_ref().map_or(0, lsn_of),
             voters: membership.voter_ids().collect(),
-            members: membership.nodes().map(|(id, n)| (*id, n.raft.clone())).collect(),
+            members: membership
+                .nodes()
+                .map(|(id, n)| MemberStatus {
+                    id: *id,
+                    raft: n.raft.clone(),
+                    ldap_url: n.client_url().map(str::to_string),
+                })
+                .collect(),
         }
     }
 }

@@ -12,7 +12,7 @@
 //! logs: access 2468000 lines written, 0 dropped, 0 lost
 //! threads: 14 in the process (2 workers, 2 search, 4 blocking at most), 0 searches waiting
 //! cluster: node 2 follower, leader 1, term 3; log LSN 812, applied LSN 812
-//! cluster members: 1 127.0.0.1:7001 voter, 2 127.0.0.1:7002 voter, 3 127.0.0.1:7003 voter
+//! cluster members: 1 127.0.0.1:7001 ldap://127.0.0.1:3891/ voter, 2 127.0.0.1:7002 ldap://127.0.0.1:3892/ voter, ...
 //! ```
 //!
 //! The two `cluster` lines appear on a cluster node only; `larch cluster status` prints them

@@ -51,7 +51,7 @@
 //!   cn=Cluster +                            monitorContainer (on a cluster node only)
 //!     cn=Node, cn=Role, cn=Term, cn=Leader  monitoredObject (this node, its role, the term, the leader's ID)
 //!     cn=Last Log LSN, cn=Applied LSN       monitorCounterObject (how far the log and the store reach)
-//!     cn=Member N                           monitoredObject (one per member: its Raft address, voter or learner)
+//!     cn=Member N                           monitoredObject (one per member: its Raft address, LDAP URL, voter or learner)
 //!   cn=Sync Provider +                      monitorContainer (unless sync_provider.enabled = false)
 //!     cn=Context CSN                        monitoredObject (the context CSNs, `;`-separated)
 //!     cn=Session Log                        monitorCounterObject (changes held)
@@ -562,9 +562,17 @@ fn cluster(t: &mut Tree<'_>, report: &ServerReport) {
     );
     t.counter(&top, "Last Log LSN", c.last_log_lsn);
     t.counter(&top, "Applied LSN", c.applied_lsn);
-    for (id, address) in &c.members {
-        let kind = if c.voters.contains(id) { "voter" } else { "learner" };
-        t.info(&top, &format!("Member {id}"), &format!("{address} {kind}"));
+    for m in &c.members {
+        let kind = if c.voters.contains(&m.id) {
+            "voter"
+        } else {
+            "learner"
+        };
+        let info = match &m.ldap_url {
+            Some(url) => format!("{} {url} {kind}", m.raft),
+            None => format!("{} {kind}", m.raft),
+        };
+        t.info(&top, &format!("Member {}", m.id), &info);
     }
 }
 
