@@ -847,7 +847,14 @@ mod tests {
                 last_log_lsn: 812,
                 applied_lsn: 810,
                 voters: vec![1, 2, 3],
-                members: vec![(1, "127.0.0.1:7001".into()), (2, "127.0.0.1:7002".into())],
+                members: [(1, "127.0.0.1:7001"), (2, "127.0.0.1:7002")]
+                    .into_iter()
+                    .map(|(id, raft)| larch_cluster::status::MemberStatus {
+                        id,
+                        raft: raft.into(),
+                        ldap_url: Some(format!("ldap://127.0.0.{id}/")),
+                    })
+                    .collect(),
             }),
         }
     }
