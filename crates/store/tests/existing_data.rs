@@ -10,8 +10,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use common::schema;
-use larch_model::dn::NormDn;
-use larch_model::entry::{Entry, Options};
 use larch_store::consensus::existing::{inspect, DataKind};
 use larch_store::storage::FaultStorage;
 use larch_store::{Store, StoreOptions};
@@ -32,26 +30,13 @@ fn open(storage: &FaultStorage, replicated: bool) -> Store {
 
 /// Adds the suffix (when the store is empty) or an entry below it.
 fn add_one(store: &Store) {
-    let s = schema();
     let version = store.current();
     let dn = if version.is_empty() {
         "dc=example,dc=com".to_string()
     } else {
         format!("cn=e{},dc=example,dc=com", version.next_id())
     };
-    let (dn, norm) = NormDn::parse(dn.as_bytes(), &*s).unwrap();
-    let mut e = Entry::new(dn.clone(), norm);
-    let none = Options::none();
-    let at = |n: &str| s.attribute_type(n).unwrap().id;
-    if dn.rdns.len() == 2 {
-        e.push_value(at("objectClass"), &none, b"dcObject".to_vec());
-        e.push_value(at("objectClass"), &none, b"organization".to_vec());
-        e.push_value(at("dc"), &none, b"example".to_vec());
-        e.push_value(at("o"), &none, b"Example".to_vec());
-    } else {
-        e.push_value(at("objectClass"), &none, b"applicationProcess".to_vec());
-        e.push_value(at("cn"), &none, dn.rdns[0].avas[0].value.clone());
-    }
+    let e = common::entry(&dn);
     let suffix = version.is_empty();
     store
         .write(move |txn| txn.add(&e.dn, &e.norm_dn, &e.to_stored(), suffix).map(drop))

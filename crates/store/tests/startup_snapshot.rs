@@ -12,9 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{schema, Rng};
-use larch_model::dn::NormDn;
-use larch_model::entry::{Entry, Options};
+use common::{entry, schema, Rng};
 use larch_store::health::SNAPSHOT_RETRY_FIRST;
 use larch_store::schedule::BLOCKING_SNAPSHOT_TRIGGERS;
 use larch_store::snapshot::{list_snapshots, temp_name};
@@ -47,24 +45,6 @@ fn options(storage: &Arc<dyn Storage>, dir: &Path, trigger: Option<u64>) -> Stor
 
 fn open(storage: &Arc<dyn Storage>, dir: &Path, trigger: Option<u64>) -> (Store, OpenReport) {
     Store::open(options(storage, dir, trigger)).unwrap()
-}
-
-fn entry(dn: &str) -> Entry {
-    let s = schema();
-    let (dn, norm) = NormDn::parse(dn.as_bytes(), &*s).unwrap();
-    let mut e = Entry::new(dn.clone(), norm);
-    let none = Options::none();
-    let at = |n: &str| s.attribute_type(n).unwrap().id;
-    if dn.rdns.len() == 2 {
-        e.push_value(at("objectClass"), &none, b"dcObject".to_vec());
-        e.push_value(at("objectClass"), &none, b"organization".to_vec());
-        e.push_value(at("dc"), &none, b"example".to_vec());
-        e.push_value(at("o"), &none, b"Example".to_vec());
-    } else {
-        e.push_value(at("objectClass"), &none, b"applicationProcess".to_vec());
-        e.push_value(at("cn"), &none, dn.rdns[0].avas[0].value.clone());
-    }
-    e
 }
 
 /// Adds `n` entries below the suffix (the suffix first when the store is empty); returns

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use larch_model::dn::NormDn;
+use larch_model::entry::{Entry, Options};
 use larch_model::schema::Schema;
 
 /// The built-in schema, loaded once per test binary.
@@ -44,4 +46,24 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// An entry at `dn`: the suffix `dc=example,dc=com` as a dcObject organization, any
+/// deeper DN as an applicationProcess named by its first RDN's value.
+pub fn entry(dn: &str) -> Entry {
+    let s = schema();
+    let (dn, norm) = NormDn::parse(dn.as_bytes(), &*s).unwrap();
+    let mut e = Entry::new(dn.clone(), norm);
+    let none = Options::none();
+    let at = |n: &str| s.attribute_type(n).unwrap().id;
+    if dn.rdns.len() == 2 {
+        e.push_value(at("objectClass"), &none, b"dcObject".to_vec());
+        e.push_value(at("objectClass"), &none, b"organization".to_vec());
+        e.push_value(at("dc"), &none, b"example".to_vec());
+        e.push_value(at("o"), &none, b"Example".to_vec());
+    } else {
+        e.push_value(at("objectClass"), &none, b"applicationProcess".to_vec());
+        e.push_value(at("cn"), &none, dn.rdns[0].avas[0].value.clone());
+    }
+    e
 }
