@@ -8,6 +8,8 @@ to the leader and hand it the outcome of every bind they decide under password p
 - A bind on a follower is answered once that follower holds its record: right after a
   failure there, the follower itself shows the new `pwdFailureTime`.
 - A success on a follower clears the failures made on other nodes.
+- With the leader frozen, a follower's failed bind is answered within seconds (its record
+  waits at most 5 s), not after the forwarding's 30 s.
 - The bind outcome operation is the administrator's and the forwarding identity's only:
   a user gets `insufficientAccessRights` (50); a server that is not a cluster node
   answers `unwillingToPerform` (53).
@@ -15,6 +17,8 @@ to the leader and hand it the outcome of every bind they decide under password p
 Every process is signalled by its PID only.
 """
 
+import os
+import signal
 import time
 
 import ldap
@@ -168,3 +172,25 @@ def test_only_the_forwarding_identity_may_record_a_bind(cluster, server):
     assert extended_result(leader, leader.admin_dn, leader.admin_pw, b"\x30\x00") == 2
     # A single server is no cluster node.
     assert extended_result(server, server.admin_dn, server.admin_pw, bind_outcome_value(server.admin_dn)) == 53
+
+
+def test_a_failed_bind_on_a_follower_is_answered_when_the_leader_does_not_answer(cluster):
+    """With the leader frozen (SIGSTOP: its connections stay open, nothing answers), a
+    follower's failed bind waits for its record at most 5 s, not the forwarding's 30 s."""
+    leader = cluster.leader()
+    cluster.set_up()
+    add_people(leader)
+    dn = add_user(leader, "frozen")
+    everywhere(cluster, dn, "uid", 1)
+    follower = cluster.followers(leader)[0]
+    # The follower's connections to the leader are made and pooled first.
+    assert bind(follower, dn, "wrong-1")[0] == 49
+    os.kill(leader.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        assert bind(follower, dn, "wrong-2")[0] == 49
+        took = time.monotonic() - started
+    finally:
+        os.kill(leader.pid, signal.SIGCONT)
+    assert took < 15, f"a failed bind took {took:.1f} s with the leader frozen"
+    assert bind(follower, dn, PASSWORD) == (0, None)

@@ -16,9 +16,9 @@
 //!    writer's transaction (so failures from every node are counted, one by one), writes
 //!    what changed through the write hooks, and answers once the record is applied, with
 //!    its LSN;
-//! 4. this node waits until it has applied that LSN (at most [`APPLY_WAIT`]), so the bind's
-//!    answer goes out once this node, too, holds the record: the next bind here sees the
-//!    failure, the delay or the lock.
+//! 4. this node waits until it has applied that LSN, so the bind's answer goes out once
+//!    this node, too, holds the record: the next bind here sees the failure, the delay or
+//!    the lock. Steps 2 to 4 take at most [`RECORD_WAIT`].
 //!
 //! A bind whose answer waits for its record (a failure, a grace login) waits for all of
 //! this; a success's record goes out after its answer. A record the leader cannot take
@@ -39,8 +39,10 @@ use crate::directory::Directory;
 use crate::ppolicy::AccountUpdate;
 use crate::syncrepl::chain::Chain;
 
-/// Longest wait, after the leader's answer, for this node to apply the record.
-pub const APPLY_WAIT: Duration = Duration::from_secs(5);
+/// Longest wait for a record: the leader's answer and this node's apply of it. A bind
+/// whose answer waits for its record is answered after this at the latest, recorded or not
+/// (a leader cut off by a partition would otherwise hold it for the chain's 30 s).
+pub const RECORD_WAIT: Duration = Duration::from_secs(5);
 
 /// Step 1: the leader's records, when this node forwards writes and another node leads.
 pub fn leader(dir: &Directory) -> Option<LeaderRecords> {
@@ -79,7 +81,10 @@ impl LeaderRecords {
     ) {
         let handle = self.handle.clone();
         handle.spawn(async move {
-            if let Err(why) = self.record(&account, update, now).await {
+            let recorded = tokio::time::timeout(RECORD_WAIT, self.record(&account, update, now))
+                .await
+                .unwrap_or_else(|_| Err(format!("no answer within {RECORD_WAIT:?}")));
+            if let Err(why) = recorded {
                 tracing::debug!(account = %account.as_str(), error = %why, "password policy: the leader did not record the bind");
             }
             told();
@@ -106,7 +111,7 @@ impl LeaderRecords {
         let applied = BindOutcomeResponse::decode_value(reply.value.as_deref())
             .map_err(|e| format!("the leader's answer: {e}"))?;
         self.node
-            .wait_applied(applied.lsn, APPLY_WAIT)
+            .wait_applied(applied.lsn, RECORD_WAIT)
             .await
             .map_err(|e| e.to_string())
     }
