@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use larch_store::consensus::Applied;
+use larch_store::consensus::{Applied, ReplicatedEntry};
+use larch_store::wal::Lsn;
 use larch_store::{ReplicatedSnapshot, Store};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
@@ -44,6 +45,13 @@ struct AppliedState {
     membership: StoredMembership<NodeId, Member>,
 }
 
+/// Entries whose writes take at most this many octets are applied on the engine's state
+/// machine task: a batch's replay is short CPU work with no I/O (the leader's is a publish of
+/// its writer's version), and a hop to a blocking thread and back would cost more than it
+/// spares the runtime. Larger ones (a subtree delete, an import through LDAP) go to a
+/// blocking thread, so that the runtime's workers keep serving.
+pub const INLINE_APPLY_OCTETS: usize = 256 << 10;
+
 /// The state machine; clones share it.
 #[derive(Clone)]
 pub struct StateMachine {
@@ -64,6 +72,28 @@ fn snapshot_err(verb: ErrorVerb, e: impl std::fmt::Display) -> StorageError<Node
 }
 
 impl StateMachine {
+    /// Applies `entries` to the store (the last is `last`, a configuration among them
+    /// `membership`) and records how far it has applied, under the lock that keeps a
+    /// snapshot's version and state together.
+    fn publish(
+        &self,
+        entries: &[(Lsn, ReplicatedEntry)],
+        membership: Option<StoredMembership<NodeId, Member>>,
+        last: LogId<NodeId>,
+    ) -> Result<Vec<Applied>, StorageError<NodeId>> {
+        let mut state = lock(&self.applied);
+        let done = self
+            .store
+            .apply_replicated(entries.iter().map(|(lsn, e)| (*lsn, e)))
+            .map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())))?;
+        if let Some(m) = membership {
+            state.membership = m;
+        }
+        state.last = Some(last);
+        self.applied_lsn.store(lsn_of(&last), Ordering::Release);
+        Ok(done)
+    }
+
     /// The state machine over `store` (a replicated store, as opened: holding its newest
     /// snapshot's version or nothing), receiving snapshots into `state_dir`.
     pub fn new(store: Store, state_dir: &Path) -> Result<StateMachine, StorageError<NodeId>> {
@@ -196,11 +226,15 @@ impl RaftStateMachine<Larch> for StateMachine {
         // The entries' writes are taken, not copied: openraft hands them over.
         let mut last = None;
         let mut membership = None;
+        let mut octets = 0;
         let replicated: Vec<_> = entries
             .into_iter()
             .map(|e| {
                 if let EntryPayload::Membership(m) = &e.payload {
                     membership = Some(StoredMembership::new(Some(e.log_id), m.clone()));
+                }
+                if let EntryPayload::Normal(batch) = &e.payload {
+                    octets += batch.writes.iter().flatten().map(Vec::len).sum::<usize>();
                 }
                 last = Some(e.log_id);
                 (lsn_of(&e.log_id), into_replicated(e))
@@ -209,20 +243,14 @@ impl RaftStateMachine<Larch> for StateMachine {
         let Some(last) = last else {
             return Ok(Vec::new());
         };
-        // Applied here, on the engine's state machine task: a batch's replay is short CPU
-        // work with no I/O (the leader's is a publish of its writer's version), so a hop
-        // to a blocking thread and back would cost more than it spares the runtime.
-        let mut state = lock(&self.applied);
-        let done = self
-            .store
-            .apply_replicated(replicated.iter().map(|(lsn, e)| (*lsn, e)))
-            .map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())))?;
-        if let Some(m) = membership {
-            state.membership = m;
+        let this = self.clone();
+        let publish = move || this.publish(&replicated, membership, last);
+        if octets <= INLINE_APPLY_OCTETS {
+            return publish();
         }
-        state.last = Some(last);
-        self.applied_lsn.store(lsn_of(&last), Ordering::Release);
-        Ok(done)
+        tokio::task::spawn_blocking(publish)
+            .await
+            .map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())))?
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
