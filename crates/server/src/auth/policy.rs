@@ -32,6 +32,10 @@
 //! `pwdFailureCountInterval`) and `pwdLastSuccess` is the one before. `pwdLastSuccess` is
 //! rewritten only when older than `password_policy.last_success_precision`, so an account
 //! that binds all day costs one write a minute by default, not one per bind.
+//!
+//! On a cluster's follower that forwards writes, the record is made by the leader instead
+//! ([`super::cluster_record`]), and the answer that waits for it waits until this node has
+//! applied it.
 
 use std::sync::mpsc;
 use std::sync::Arc;
