@@ -51,8 +51,6 @@ impl Session {
             suffixes: self.dir.config.suffixes().map(str::to_string).collect(),
             full_speed: false,
         };
-        let tx = self.out_tx.clone();
-        let completion = self.completion(trace, pdu, self.identity.clone());
         // A thread of its own, not tokio's blocking pool: that pool is sized for the slow
         // password checks (`password::gate::blocking_threads`), and a backup holds its
         // thread for seconds to minutes.
@@ -62,16 +60,31 @@ impl Session {
             .spawn(move || {
                 let _ = done_tx.send(store.backup(&to, &options));
             });
-        tokio::spawn(async move {
+        self.answer_extended_later(trace, pdu, async move {
             let taken = match started {
                 Ok(_) => done_rx.await.ok(),
                 Err(_) => None,
             };
-            let reply = match taken {
+            match taken {
                 Some(Ok(report)) => success(&report),
                 Some(Err(e)) => Reply::from(refusal(e)),
                 None => Reply::from(OpError::new(ResultCode::OTHER, "the backup did not complete")),
-            };
+            }
+        });
+    }
+
+    /// Ends an extended operation with the reply `reply` makes, on a task of its own: the
+    /// connection goes on reading and answering meanwhile.
+    pub(super) fn answer_extended_later(
+        &self,
+        trace: OpTrace,
+        pdu: &[u8],
+        reply: impl std::future::Future<Output = Reply> + Send + 'static,
+    ) {
+        let tx = self.out_tx.clone();
+        let completion = self.completion(trace, pdu, self.identity.clone());
+        tokio::spawn(async move {
+            let reply = reply.await;
             let mut out = Vec::new();
             completion.complete(&mut out, Ending::reply(op_tag::EXTENDED_RESPONSE, &reply));
             let _ = tx.send(out).await;

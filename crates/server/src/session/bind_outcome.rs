@@ -19,10 +19,10 @@
 
 use larch_model::dn::NormDn;
 use larch_proto::exop::{BindOutcomeRequest, BindOutcomeResponse, ExtendedValue, CLUSTER_BIND_OUTCOME};
-use larch_proto::{op_tag, ExtendedRequest, ResultCode};
+use larch_proto::{ExtendedRequest, ResultCode};
 use tokio::sync::oneshot;
 
-use super::complete::{Ending, OpTrace};
+use super::complete::OpTrace;
 use super::dispatch::Controls;
 use super::Session;
 use crate::auth::cluster_record::update_of;
@@ -52,19 +52,14 @@ impl Session {
             let _ = settled_tx.send(settled);
         });
         let dir = self.dir.clone();
-        let tx = self.out_tx.clone();
-        let completion = self.completion(trace, pdu, self.identity.clone());
-        tokio::spawn(async move {
-            let reply = match settled_rx.await {
+        self.answer_extended_later(trace, pdu, async move {
+            match settled_rx.await {
                 Ok(settled) => match settled.map_err(OpError::from).and_then(|r| r) {
                     Ok(()) => applied_reply(dir.store.current().lsn()),
                     Err(e) => Reply::from(e),
                 },
                 Err(_) => Reply::from(OpError::new(ResultCode::UNAVAILABLE, "the store stopped")),
-            };
-            let mut out = Vec::new();
-            completion.complete(&mut out, Ending::reply(op_tag::EXTENDED_RESPONSE, &reply));
-            let _ = tx.send(out).await;
+            }
         });
     }
 

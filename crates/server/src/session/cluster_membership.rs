@@ -21,9 +21,9 @@ use larch_cluster::{ClusterNode, Member};
 use larch_proto::exop::{
     AddNodeRequest, ExtendedValue, RemoveNodeRequest, CLUSTER_ADD_NODE, CLUSTER_REMOVE_NODE,
 };
-use larch_proto::{op_tag, ExtendedRequest};
+use larch_proto::ExtendedRequest;
 
-use super::complete::{Ending, OpTrace};
+use super::complete::OpTrace;
 use super::dispatch::Controls;
 use super::Session;
 use crate::config::cluster::{is_host_port, is_ldap_url};
@@ -45,20 +45,15 @@ impl Session {
             Ok(asked) => asked,
             Err(e) => return self.refuse_extended(&trace, pdu, out, e),
         };
-        let tx = self.out_tx.clone();
-        let completion = self.completion(trace, pdu, self.identity.clone());
-        tokio::spawn(async move {
-            let reply = match change.run(&node).await {
+        self.answer_extended_later(trace, pdu, async move {
+            match change.run(&node).await {
                 Ok(done) => Reply {
                     message: done,
                     name: Some(oid),
                     ..Reply::success()
                 },
                 Err(e) => Reply::from(e),
-            };
-            let mut out = Vec::new();
-            completion.complete(&mut out, Ending::reply(op_tag::EXTENDED_RESPONSE, &reply));
-            let _ = tx.send(out).await;
+            }
         });
     }
 
