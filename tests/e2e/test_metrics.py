@@ -22,6 +22,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import ldap3
 import pytest
 
 import ldaputil
@@ -89,6 +90,22 @@ def test_metrics_count_what_a_client_did_and_only_grow(served):
     bad = ldaputil.connect(srv, srv.admin_dn, "wrong")
     assert bad.result["result"] == 49
     bad.unbind()
+    anonymous = ldaputil.connect(srv)
+    assert anonymous.result["result"] == 0
+    anonymous.unbind()
+    # SASL PLAIN without TLS: answered (refused or not), and counted under its method.
+    plain = ldap3.Connection(
+        ldap3.Server(srv.host, port=srv.port, get_info=ldap3.NONE),
+        authentication=ldap3.SASL,
+        sasl_mechanism=ldap3.PLAIN,
+        sasl_credentials=(None, f"dn:{srv.admin_dn}", srv.admin_pw),
+        raise_exceptions=False,
+        auto_bind=ldap3.AUTO_BIND_NONE,
+    )
+    plain.open()
+    plain.bind()
+    plain_outcome = "success" if plain.result["result"] == 0 else "failure"
+    plain.unbind()
     conn.unbind()
     time.sleep(0.2)
     after_text = get(base + "/metrics")[2]
@@ -101,9 +118,11 @@ def test_metrics_count_what_a_client_did_and_only_grow(served):
 
     assert delta("larch_operations_completed_total", op="search") == 5
     assert delta("larch_operations_completed_total", op="compare") == 1
-    assert delta("larch_operations_completed_total", op="bind") == 2
+    assert delta("larch_operations_completed_total", op="bind") == 4
     assert delta("larch_binds_total", method="simple", result="success") == 1
     assert delta("larch_binds_total", method="simple", result="failure") == 1
+    assert delta("larch_binds_total", method="anonymous", result="success") == 1
+    assert delta("larch_binds_total", method="sasl_plain", result=plain_outcome) == 1
     assert delta("larch_results_total", code="49", result="invalidCredentials") == 1
     assert delta("larch_operation_duration_seconds_count", op="search") == 5
     assert value(after, "larch_operation_duration_seconds_bucket", op="search", le="+Inf") == \

@@ -32,8 +32,8 @@
 //! Layers, from the bottom up: a module imports only modules listed before it, on its
 //! line or an earlier one (`tests/layering.rs` reads this list and checks every
 //! `crate::` path of `src/`):
-//! 1. `opattrs`, `client`, `identity`, `cert_subject`, `config_error`: words every layer
-//!    uses, knowing nothing else of the crate;
+//! 1. `opattrs`, `client`, `identity`, `cert_subject`, `config_error`, `clock`: words every
+//!    layer uses, knowing nothing else of the crate;
 //! 2. `workers`, `output_budget`: the threads large searches run on, and the bound on the
 //!    answers waiting for clients;
 //! 3. `error`, `controls`, `response`, `outcome`: result codes, request controls, how an
@@ -67,6 +67,7 @@ pub mod auth;
 pub mod bind_throttle;
 pub mod cert_subject;
 pub mod client;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod config_error;

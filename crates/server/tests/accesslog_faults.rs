@@ -23,7 +23,7 @@ use larch_server::outcome::{ConnectionEvent, Observer, Outcome, Reply, SearchNot
 
 /// A search's outcome on connection `conn`, operation `op`.
 fn search_outcome(log: &AccessLog, conn: u64, op: i64, request: &[u8], reply: &Reply) {
-    let now = Instant::now();
+    let now = larch_server::clock::Mono::now();
     log.operation(&Outcome {
         conn,
         op,
@@ -46,6 +46,7 @@ fn search_outcome(log: &AccessLog, conn: u64, op: i64, request: &[u8], reply: &R
         identity: &Identity::Anonymous,
         target_op: -1,
         notes: SearchNotes::default(),
+        bind_method: None,
     });
 }
 

@@ -35,10 +35,11 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use larch_store::storage::Storage;
 
+use crate::clock::Mono;
 use crate::config::{AccessLogLevel, AccessLogSettings};
 use crate::outcome::{ConnectionEvent, Observer, Outcome};
 use buffers::Buffers;
@@ -66,7 +67,7 @@ pub struct AccessLog {
     buffers: Arc<Buffers>,
     shared: Arc<Shared>,
     level: Level,
-    epoch: Instant,
+    epoch: Mono,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -95,7 +96,7 @@ impl AccessLog {
         let file = LogFile::open(storage, path, rotation)?;
         let buffers = Buffers::new();
         let shared = Arc::new(Shared::default());
-        let epoch = Instant::now();
+        let epoch = Mono::now();
         let writer = Writer {
             buffers: buffers.clone(),
             shared: shared.clone(),
@@ -145,8 +146,8 @@ impl AccessLog {
         }
     }
 
-    fn mono(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    fn mono(&self, t: Mono) -> u64 {
+        t.nanos_since(self.epoch)
     }
 }
 
@@ -173,8 +174,8 @@ impl Observer for AccessLog {
             _ => String::new(),
         };
         let finished = self.mono(o.times.finished);
-        let waited = o.times.waited().as_nanos() as u64;
-        let worked = o.times.worked().as_nanos() as u64;
+        let waited = o.times.wait_nanos();
+        let worked = o.times.work_nanos();
         let op = event::Op {
             conn: o.conn,
             op: o.op,
@@ -211,8 +212,7 @@ impl Observer for AccessLog {
     }
 
     fn connection(&self, e: &ConnectionEvent<'_>) {
-        let now = Instant::now();
-        let time = self.mono(now);
+        let time = self.mono(Mono::now());
         let event = match *e {
             ConnectionEvent::Accepted {
                 conn,

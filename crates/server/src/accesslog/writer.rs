@@ -24,7 +24,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::buffers::Buffers;
 use super::event::{self, Event};
@@ -32,6 +32,7 @@ use super::file::LogFile;
 use super::level::Level;
 use super::time::TimeCache;
 use super::{format_389, format_json};
+use crate::clock::Mono;
 use crate::config::AccessLogFormat;
 
 /// How often the writer drains the buffers when nothing wakes it earlier: how far behind
@@ -61,7 +62,7 @@ pub(crate) struct Writer {
     pub format: AccessLogFormat,
     pub level: Level,
     /// The log's monotonic origin (record stamps are nanoseconds since it).
-    pub epoch: Instant,
+    pub epoch: Mono,
     /// The Unix second the log started (the first half of a JSON line's `key`).
     pub started: u64,
 }
@@ -112,7 +113,7 @@ impl Writer {
                 }
             }
             // Step 2.
-            let cutoff = self.epoch.elapsed().as_nanos() as u64;
+            let cutoff = Mono::now().nanos_since(self.epoch);
             let closing = closing || self.buffers.is_closed();
             let slots = self.buffers.slots();
             bufs.resize_with(slots.len() + 1, Vec::new);
@@ -138,7 +139,7 @@ impl Writer {
             }
             order.sort_by_key(|(mono, _, _, _)| *mono);
             // Step 4. Record times are monotonic: mapped to the wall clock as it is now.
-            let anchor_mono = self.epoch.elapsed().as_nanos() as u64;
+            let anchor_mono = Mono::now().nanos_since(self.epoch);
             let anchor_wall = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64);

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
+
+use crate::clock::Mono;
 
 /// Locks the table is split under.
 pub const SHARDS: usize = 16;
@@ -34,7 +36,7 @@ pub struct ConnectionStats {
     received: AtomicU64,
     /// Operations ended, wherever they ended.
     completed: AtomicU64,
-    /// The last request read, in nanoseconds after [`ConnectionTable`]'s epoch.
+    /// When the last request was read (a [`Mono`]'s nanoseconds).
     activity: AtomicU64,
     /// What changes rarely: the TLS version and cipher, the identity bound.
     rare: Mutex<Rare>,
@@ -72,13 +74,12 @@ pub struct ConnectionView {
 }
 
 impl ConnectionStats {
-    /// An operation was read at `at`. Only the connection's task calls this.
+    /// Operation `op` (the connection's operations are numbered from 0) was read at `at`.
+    /// Only the connection's task calls this: two plain stores.
     #[inline]
-    pub fn received(&self, epoch: Instant, at: Instant) {
-        let n = self.received.load(Ordering::Relaxed);
-        self.received.store(n + 1, Ordering::Relaxed);
-        let nanos = super::nanos(at.saturating_duration_since(epoch));
-        self.activity.store(nanos, Ordering::Relaxed);
+    pub fn received(&self, op: u64, at: Mono) {
+        self.received.store(op + 1, Ordering::Relaxed);
+        self.activity.store(at.as_nanos(), Ordering::Relaxed);
     }
 
     /// An operation ended.
@@ -109,9 +110,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug)]
 pub struct ConnectionTable {
     shards: [Mutex<HashMap<u64, Arc<ConnectionStats>>>; SHARDS],
-    /// Where activity times count from; `epoch_wall` is the same moment on the wall
-    /// clock.
-    pub epoch: Instant,
+    /// A moment on the monotonic clock, and `epoch_wall` the same moment on the wall clock:
+    /// how activity times are shown.
+    epoch: Mono,
     epoch_wall: SystemTime,
 }
 
@@ -119,7 +120,7 @@ impl Default for ConnectionTable {
     fn default() -> ConnectionTable {
         ConnectionTable {
             shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
-            epoch: Instant::now(),
+            epoch: Mono::now(),
             epoch_wall: SystemTime::now(),
         }
     }
@@ -132,7 +133,7 @@ impl ConnectionTable {
 
     /// Lists a connection just accepted.
     pub fn open(&self, conn: u64, peer: Option<SocketAddr>, local: Option<SocketAddr>, ldaps: bool) {
-        let nanos = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let nanos = Mono::now().as_nanos();
         let stats = Arc::new(ConnectionStats {
             conn,
             peer,
@@ -179,7 +180,8 @@ impl ConnectionTable {
 
     fn view(&self, c: &ConnectionStats) -> ConnectionView {
         let rare = lock(&c.rare).clone();
-        let activity = self.epoch_wall + std::time::Duration::from_nanos(c.activity.load(Ordering::Relaxed));
+        let read = Mono::from_nanos(c.activity.load(Ordering::Relaxed));
+        let activity = self.epoch_wall + read.since(self.epoch);
         ConnectionView {
             conn: c.conn,
             peer: c.peer,
@@ -206,8 +208,8 @@ mod tests {
         table.open(7, Some(peer), None, false);
         table.open(3, None, None, true);
         let c = table.get(7).unwrap();
-        c.received(table.epoch, Instant::now());
-        c.received(table.epoch, Instant::now());
+        c.received(0, Mono::now());
+        c.received(1, Mono::now());
         c.completed();
         c.bound("uid=a,dc=example,dc=com");
         c.tls("TLS1.3", "TLS13_AES_128_GCM_SHA256");

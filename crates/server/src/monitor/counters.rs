@@ -11,17 +11,22 @@
 //!
 //! A thread that exits (the blocking pool retires idle threads) folds its slot into the
 //! `retired` sums and leaves the list, so the list never grows past the threads alive and
-//! no count is lost.
+//! no count is lost; the slot, zeroed, goes to the next thread that counts.
+//!
+//! Counting is on every operation's path, so finding the thread's slot is one read of a
+//! thread-local (`LAST`) and a comparison; the first count of a thread takes the slow
+//! path, which makes its slot.
 //!
 //! Layout: one flat array per slot, indexed by the constants below, so summing is one loop
 //! and [`Totals`] names what each range means.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::kinds::{BindMethod, OpKind, BIND_METHODS, CLOSE_REASONS, OP_KINDS};
 use super::latency::LATENCY_BUCKETS;
+use crate::outcome::Sent;
 
 /// Result codes counted one by one: 0 to 123 (RFC 4511's and the cancel and assertion
 /// codes of RFCs 3909 and 4528); every other code is counted in one more cell.
@@ -110,17 +115,20 @@ impl Tally<'_> {
         self.slot.add(i, 1);
     }
 
-    /// What an operation sent: entries, references, octets and messages (PDUs).
+    /// What an operation sent: `sent`'s entries, references and octets, and as many
+    /// messages (PDUs), plus its final response when it had one (`answered`).
     #[inline]
-    pub fn sent(&self, entries: u64, references: u64, bytes: u64, pdus: u64) {
+    pub fn sent(&self, sent: &Sent, answered: bool) {
+        let (entries, references) = (u64::from(sent.entries), u64::from(sent.references));
         if entries != 0 {
             self.slot.add(at::ENTRIES, entries);
         }
         if references != 0 {
             self.slot.add(at::REFERENCES, references);
         }
-        self.slot.add(at::BYTES, bytes);
-        self.slot.add(at::PDUS, pdus);
+        self.slot.add(at::BYTES, sent.bytes);
+        self.slot
+            .add(at::PDUS, entries + references + u64::from(answered));
     }
 
     /// A request that did not decode.
@@ -163,36 +171,60 @@ impl Tally<'_> {
 struct Shared {
     /// This set's number, to find its slot among a thread's.
     id: u64,
-    slots: Mutex<Vec<Arc<Slot>>>,
+    /// The slots of the threads alive that counted in this set.
+    slots: Mutex<Vec<&'static Slot>>,
     /// The sums of the slots of threads that exited.
     retired: Slot,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Vec<Arc<Slot>>> {
+    fn lock(&self) -> MutexGuard<'_, Vec<&'static Slot>> {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Folds an exiting thread's slot into the retired sums.
-    fn retire(&self, slot: &Arc<Slot>) {
+    /// Folds an exiting thread's slot into the retired sums and takes it off the list.
+    fn retire(&self, slot: &'static Slot) {
         let mut slots = self.lock();
         for (r, c) in self.retired.cells.iter().zip(&slot.cells) {
             r.fetch_add(c.load(Ordering::Relaxed), Ordering::Relaxed);
         }
-        slots.retain(|s| !Arc::ptr_eq(s, slot));
+        slots.retain(|s| !std::ptr::eq(*s, slot));
     }
 }
 
+/// Slots whose threads exited, zeroed, for the next thread that counts. Slots are never
+/// freed (see [`LAST`]); reusing them bounds their number by the most threads alive at once.
+static FREE_SLOTS: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
+
+/// A slot for a thread that counts for the first time: a free one, or a new one.
+fn take_slot() -> &'static Slot {
+    let free = FREE_SLOTS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    free.unwrap_or_else(|| Box::leak(Box::new(Slot::new())))
+}
+
+/// Zeroes `slot`, which no set lists any more, and offers it to the next thread.
+fn free_slot(slot: &'static Slot) {
+    for c in &slot.cells {
+        c.store(0, Ordering::Relaxed);
+    }
+    FREE_SLOTS.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
+}
+
 /// A thread's slots, one per live set of counters (a server has one; tests run several).
-/// Dropped when the thread exits: each slot is folded into its set's retired sums.
-struct ThreadSlots(Vec<(u64, Weak<Shared>, Arc<Slot>)>);
+/// Dropped when the thread exits: each slot is folded into its set's retired sums and
+/// freed.
+struct ThreadSlots(Vec<(u64, Weak<Shared>, &'static Slot)>);
 
 impl Drop for ThreadSlots {
     fn drop(&mut self) {
+        // Counts made after this (by other thread-locals' destructors) take the slow path,
+        // which finds `SLOTS` gone and counts in the retired sums.
+        let _ = LAST.try_with(|last| last.set(None));
         for (_, shared, slot) in self.0.drain(..) {
             if let Some(shared) = shared.upgrade() {
-                shared.retire(&slot);
+                shared.retire(slot);
             }
+            free_slot(slot);
         }
     }
 }
@@ -200,6 +232,11 @@ impl Drop for ThreadSlots {
 thread_local! {
     // Initialized without code, so an access is not checked for a first use.
     static SLOTS: RefCell<ThreadSlots> = const { RefCell::new(ThreadSlots(Vec::new())) };
+    /// The set this thread counted in last, and its slot there: the path every count takes
+    /// (one read of a thread-local without a destructor, so no check of its state, and no
+    /// borrow flag). This is why slots are `'static`: a borrowed slot could not be kept
+    /// here without `unsafe`.
+    static LAST: Cell<Option<(u64, &'static Slot)>> = const { Cell::new(None) };
 }
 
 static NEXT_SET: AtomicU64 = AtomicU64::new(1);
@@ -228,51 +265,57 @@ impl Counters {
         }
     }
 
-    /// Runs `f` with this thread's tally (its slot is made the first time).
+    /// Runs `f` with this thread's tally (its slot is found the first time).
     #[inline]
     pub fn count(&self, f: impl FnOnce(Tally<'_>)) {
-        let mut f = Some(f);
-        let _ = SLOTS.try_with(|cell| {
-            let mut slots = cell.borrow_mut();
-            let slot = self.thread_slot(&mut slots);
-            if let Some(f) = f.take() {
-                f(Tally { slot });
+        match LAST.try_with(Cell::get) {
+            Ok(Some((id, slot))) if id == self.shared.id => f(Tally { slot }),
+            _ => self.count_slowly(f),
+        }
+    }
+
+    /// [`Counters::count`] when this set is not the thread's last: its slot is looked up
+    /// (made and listed the first time) and becomes the last.
+    #[cold]
+    #[inline(never)]
+    fn count_slowly(&self, f: impl FnOnce(Tally<'_>)) {
+        let slot = SLOTS
+            .try_with(|cell| {
+                let mut slots = cell.borrow_mut();
+                let slot = self.thread_slot(&mut slots);
+                let _ = LAST.try_with(|last| last.set(Some((self.shared.id, slot))));
+                slot
+            })
+            .ok();
+        match slot {
+            Some(slot) => f(Tally { slot }),
+            // The thread is exiting and its slots are gone: count in the retired sums.
+            None => {
+                let _guard = self.shared.lock();
+                f(Tally {
+                    slot: &self.shared.retired,
+                });
             }
-        });
-        // The thread is exiting and its slots are gone: count in the retired sums.
-        if let Some(f) = f.take() {
-            let _guard = self.shared.lock();
-            f(Tally {
-                slot: &self.shared.retired,
-            });
         }
     }
 
     /// This thread's slot of this set, made and listed the first time.
-    #[inline]
-    fn thread_slot<'s>(&self, slots: &'s mut ThreadSlots) -> &'s Slot {
-        // A server has one set: its slot is the first.
-        if slots.0.first().is_some_and(|(id, _, _)| *id == self.shared.id) {
-            return &slots.0[0].2;
+    fn thread_slot(&self, slots: &mut ThreadSlots) -> &'static Slot {
+        if let Some((_, _, slot)) = slots.0.iter().find(|(id, _, _)| *id == self.shared.id) {
+            return slot;
         }
-        self.other_slot(slots)
-    }
-
-    /// This thread's slot of this set when it is not the first (several sets, or none yet).
-    #[cold]
-    fn other_slot<'s>(&self, slots: &'s mut ThreadSlots) -> &'s Slot {
-        let i = match slots.0.iter().position(|(id, _, _)| *id == self.shared.id) {
-            Some(i) => i,
-            None => {
-                // A new set for this thread: forget the slots of sets that are gone.
-                slots.0.retain(|(_, shared, _)| shared.strong_count() > 0);
-                let slot = Arc::new(Slot::new());
-                self.shared.lock().push(slot.clone());
-                slots.0.push((self.shared.id, Arc::downgrade(&self.shared), slot));
-                slots.0.len() - 1
+        // A new set for this thread: free the slots of sets that are gone.
+        slots.0.retain(|(_, shared, slot)| {
+            let alive = shared.strong_count() > 0;
+            if !alive {
+                free_slot(slot);
             }
-        };
-        &slots.0[i].2
+            alive
+        });
+        let slot = take_slot();
+        self.shared.lock().push(slot);
+        slots.0.push((self.shared.id, Arc::downgrade(&self.shared), slot));
+        slot
     }
 
     /// Every counter, summed over the threads.
@@ -433,7 +476,12 @@ mod tests {
                             t.initiated(OpKind::Search);
                             t.completed(OpKind::Search, 5_000);
                             t.result(0);
-                            t.sent(2, 0, 100, 3);
+                            let sent = Sent {
+                                entries: 2,
+                                references: 0,
+                                bytes: 100,
+                            };
+                            t.sent(&sent, true);
                         });
                     }
                 })

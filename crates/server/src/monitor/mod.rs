@@ -22,7 +22,7 @@ pub mod kinds;
 pub mod latency;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use larch_proto::ResultCode;
 
@@ -79,20 +79,16 @@ impl Monitor {
     }
 }
 
-/// `d` in nanoseconds, in 64-bit arithmetic (saturating after 584 years).
-#[inline]
-pub(crate) fn nanos(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::from(d.subsec_nanos()))
-}
-
 impl Observer for Monitor {
     #[inline]
     fn initiated(&self, _conn: u64, request_tag: u8) {
         if let Some(kind) = OpKind::of_request(request_tag) {
             self.counters.count(|t| t.initiated(kind));
         }
+    }
+
+    fn observes_initiated(&self) -> bool {
+        true
     }
 
     /// Latencies run from the request's receipt to its end: the start of the work is not
@@ -102,33 +98,19 @@ impl Observer for Monitor {
     }
 
     fn operation(&self, o: &Outcome<'_>) {
-        let kind = OpKind::of_request(o.request_tag).filter(|_| o.op >= 0 && !o.undecodable);
-        let nanos = nanos(o.times.finished.saturating_duration_since(o.times.received));
-        let answered = o.response_tag != 0;
-        let bind = (kind == Some(OpKind::Bind)).then(|| {
-            let ok = o.reply.is_some_and(|r| r.code == ResultCode::SUCCESS);
-            (BindMethod::of_request(o.request), ok)
-        });
+        // The common case: an operation read, decoded and numbered, not a Bind.
+        let kind = match OpKind::of_request(o.request_tag) {
+            Some(kind) if kind != OpKind::Bind && o.op >= 0 && !o.undecodable => kind,
+            _ => return self.unusual_operation(o),
+        };
+        let nanos = o.times.total_nanos();
+        let code = o.reply.filter(|_| o.response_tag != 0).map(|r| r.code.0);
         self.counters.count(|t| {
-            if o.undecodable {
-                t.undecodable();
+            t.completed(kind, nanos);
+            if let Some(code) = code {
+                t.result(code);
             }
-            if let Some(kind) = kind {
-                t.completed(kind, nanos);
-            }
-            if let (Some(reply), true) = (o.reply, answered) {
-                t.result(reply.code.0);
-            }
-            let pdus = u64::from(o.sent.entries) + u64::from(o.sent.references) + u64::from(answered);
-            t.sent(
-                u64::from(o.sent.entries),
-                u64::from(o.sent.references),
-                o.sent.bytes,
-                pdus,
-            );
-            if let Some((method, ok)) = bind {
-                t.bind(method, ok);
-            }
+            t.sent(&o.sent, code.is_some());
         });
     }
 
@@ -161,5 +143,37 @@ impl Observer for Monitor {
                 self.counters.count(|t| t.closed(reason as u8));
             }
         }
+    }
+}
+
+impl Monitor {
+    /// [`Observer::operation`] for a Bind (counted by method and result too), a request
+    /// that did not decode, and a Notice of Disconnection (which answers no operation, so
+    /// has no kind or latency).
+    #[cold]
+    #[inline(never)]
+    fn unusual_operation(&self, o: &Outcome<'_>) {
+        let kind = OpKind::of_request(o.request_tag).filter(|_| o.op >= 0 && !o.undecodable);
+        let code = o.reply.filter(|_| o.response_tag != 0).map(|r| r.code.0);
+        let nanos = o.times.total_nanos();
+        let bind = (kind == Some(OpKind::Bind)).then(|| {
+            let ok = o.reply.is_some_and(|r| r.code == ResultCode::SUCCESS);
+            (o.bind_method.unwrap_or(BindMethod::Other), ok)
+        });
+        self.counters.count(|t| {
+            if o.undecodable {
+                t.undecodable();
+            }
+            if let Some(kind) = kind {
+                t.completed(kind, nanos);
+            }
+            if let Some(code) = code {
+                t.result(code);
+            }
+            t.sent(&o.sent, code.is_some());
+            if let Some((method, ok)) = bind {
+                t.bind(method, ok);
+            }
+        });
     }
 }

@@ -20,14 +20,17 @@
 //! write, once its batch is durable). The session's `complete.rs` holds the two ways to
 //! finish: inline, and through an owned completion that travels with the work.
 
+mod bind_method;
 pub mod respond;
+
+pub use bind_method::{BindMethod, BIND_METHODS};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use larch_proto::{MessageId, ResultCode};
 
+use crate::clock::Mono;
 use crate::controls::ResponseControl;
 use crate::error::OpError;
 use crate::identity::Identity;
@@ -130,29 +133,37 @@ impl SearchNotes {
     }
 }
 
-/// The operation's times (monotonic): when its request was read, when its work started,
-/// when it ended. An observer that prints wall-clock times maps them itself (the access
-/// log does so on its writer thread), so no operation reads the wall clock.
+/// The operation's times (monotonic, [`Mono`]): when its request was read, when its work
+/// started, when it ended. An observer that prints wall-clock times maps them itself (the
+/// access log does so on its writer thread), so no operation reads the wall clock.
 #[derive(Debug, Clone, Copy)]
 pub struct Times {
     /// The request was read from the socket.
-    pub received: Instant,
+    pub received: Mono,
     /// Its work started (after the requests read before it on the connection); the same
     /// as `received` when no observer reads it ([`Observer::reads_start_time`]).
-    pub started: Instant,
+    pub started: Mono,
     /// Its response was handed to the connection.
-    pub finished: Instant,
+    pub finished: Mono,
 }
 
 impl Times {
-    /// The wait before the work started.
-    pub fn waited(&self) -> std::time::Duration {
-        self.started.saturating_duration_since(self.received)
+    /// The wait before the work started, in nanoseconds.
+    #[inline]
+    pub fn wait_nanos(&self) -> u64 {
+        self.started.nanos_since(self.received)
     }
 
-    /// The work.
-    pub fn worked(&self) -> std::time::Duration {
-        self.finished.saturating_duration_since(self.started)
+    /// The work, in nanoseconds.
+    #[inline]
+    pub fn work_nanos(&self) -> u64 {
+        self.finished.nanos_since(self.started)
+    }
+
+    /// From receipt to end, in nanoseconds.
+    #[inline]
+    pub fn total_nanos(&self) -> u64 {
+        self.finished.nanos_since(self.received)
     }
 }
 
@@ -187,6 +198,8 @@ pub struct Outcome<'a> {
     pub target_op: i64,
     /// A search's notes.
     pub notes: SearchNotes,
+    /// A Bind that decoded: how it authenticated.
+    pub bind_method: Option<BindMethod>,
 }
 
 /// Why a connection closed, with the code 389 Directory Server's `logconv` counts it under
@@ -322,8 +335,14 @@ pub enum ConnectionEvent<'a> {
 /// operation: it must be quick and must not block.
 pub trait Observer: Send + Sync + std::fmt::Debug {
     /// An operation with request tag `request_tag` started on connection `conn` (it was
-    /// numbered; its outcome follows when it ends). Most observers need only the end.
+    /// numbered; its outcome follows when it ends). Most observers need only the end; one
+    /// that implements this says so with [`Observer::observes_initiated`].
     fn initiated(&self, _conn: u64, _request_tag: u8) {}
+    /// Whether [`Observer::initiated`] does anything: operations call only the observers
+    /// that say so.
+    fn observes_initiated(&self) -> bool {
+        false
+    }
     /// Whether the observer reads [`Times::started`]. When none does, operations skip that
     /// clock read and report their receive time as their start.
     fn reads_start_time(&self) -> bool {
@@ -339,6 +358,8 @@ pub trait Observer: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Default, Clone)]
 pub struct Observers {
     list: Vec<Arc<dyn Observer>>,
+    /// Those of `list` told when operations start.
+    initiating: Vec<Arc<dyn Observer>>,
     /// Some observer reads [`Times::started`].
     start_time: bool,
 }
@@ -347,6 +368,9 @@ impl Observers {
     /// Adds an observer.
     pub fn add(&mut self, observer: Arc<dyn Observer>) {
         self.start_time |= observer.reads_start_time();
+        if observer.observes_initiated() {
+            self.initiating.push(observer.clone());
+        }
         self.list.push(observer);
     }
 
@@ -364,7 +388,7 @@ impl Observers {
     /// Tells every observer that an operation started.
     #[inline]
     pub fn initiated(&self, conn: u64, request_tag: u8) {
-        for o in &self.list {
+        for o in &self.initiating {
             o.initiated(conn, request_tag);
         }
     }

@@ -11,16 +11,16 @@
 //!    it ran as, and calls [`Completion::complete`] where it ends.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use larch_proto::{op_tag, MessageId, ResultCode};
 
 use super::writer::DoneSender;
 use super::Session;
+use crate::clock::Mono;
 use crate::directory::Directory;
 use crate::identity::Identity;
 use crate::monitor::connections::ConnectionStats;
-use crate::outcome::{respond, Outcome, Reply, SearchNotes, Sent, Times};
+use crate::outcome::{respond, BindMethod, Outcome, Reply, SearchNotes, Sent, Times};
 use crate::search::run::SearchEnd;
 
 /// An operation between its request and its end.
@@ -30,8 +30,8 @@ pub(crate) struct OpTrace {
     pub op: i64,
     pub msgid: MessageId,
     pub request_tag: u8,
-    pub received: Instant,
-    pub started: Instant,
+    pub received: Mono,
+    pub started: Mono,
 }
 
 /// How an operation ended, besides its trace and request.
@@ -46,6 +46,8 @@ pub(crate) struct Ending<'a> {
     pub notes: SearchNotes,
     pub target_op: i64,
     pub undecodable: bool,
+    /// A Bind: how it authenticated.
+    pub bind_method: Option<BindMethod>,
 }
 
 impl<'a> Ending<'a> {
@@ -58,6 +60,7 @@ impl<'a> Ending<'a> {
             notes: SearchNotes::default(),
             target_op: -1,
             undecodable: false,
+            bind_method: None,
         }
     }
 
@@ -90,6 +93,7 @@ impl<'a> Ending<'a> {
             notes: SearchNotes::default(),
             target_op: -1,
             undecodable: false,
+            bind_method: None,
         }
     }
 }
@@ -141,11 +145,12 @@ fn finish(
         times: Times {
             received: trace.received,
             started: trace.started,
-            finished: Instant::now(),
+            finished: Mono::now(),
         },
         identity,
         target_op: ending.target_op,
         notes: ending.notes,
+        bind_method: ending.bind_method,
     };
     dir.observers.operation(&outcome);
 }
@@ -209,8 +214,8 @@ impl Session {
     pub(super) fn begin(&mut self, msgid: MessageId, request_tag: u8) -> OpTrace {
         let op = self.next_op;
         self.next_op += 1;
-        if let (Some(s), Some(m)) = (&self.stats, &self.dir.monitor) {
-            s.received(m.connections.epoch, self.received);
+        if let Some(s) = &self.stats {
+            s.received(op as u64, self.received);
         }
         self.dir.observers.initiated(self.conn, request_tag);
         self.trace(op, msgid, request_tag)
@@ -230,7 +235,7 @@ impl Session {
             request_tag,
             received: self.received,
             started: if self.dir.observers.read_start_time() {
-                Instant::now()
+                Mono::now()
             } else {
                 self.received
             },

@@ -29,7 +29,7 @@ use crate::forwarding;
 use crate::identity::Identity;
 use crate::lookup::referral_above_text;
 use crate::ops::{self, WriteContext};
-use crate::outcome::{respond, CloseReason, Reply};
+use crate::outcome::{respond, BindMethod, CloseReason, Reply};
 use crate::ppolicy::response_control;
 use crate::response::ResponseSink;
 use crate::search::{self, SearchContext};
@@ -325,13 +325,11 @@ impl Session {
                 error_reply(e, self.asks_policy)
             }
         };
-        self.complete(
-            &trace,
-            pdu,
-            None,
-            out,
-            Ending::reply(op_tag::BIND_RESPONSE, &reply),
-        );
+        let ending = Ending {
+            bind_method: Some(BindMethod::of(&req.authentication)),
+            ..Ending::reply(op_tag::BIND_RESPONSE, &reply)
+        };
+        self.complete(&trace, pdu, None, out, ending);
     }
 
     /// The identity a Bind establishes: the password check (`bind.rs`), then the access

@@ -51,7 +51,7 @@ mod writer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use larch_proto::frame::{frame, Frame};
 use larch_proto::LdapMessage;
@@ -62,6 +62,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::client::Client;
+use crate::clock::Mono;
 use crate::directory::Directory;
 use crate::identity::Identity;
 use crate::lookup::LastBase;
@@ -139,7 +140,7 @@ pub(crate) struct Session {
     /// The number the next operation gets.
     next_op: i64,
     /// When the last read completed (the requests it brought were received then).
-    received: Instant,
+    received: Mono,
     /// The connection ends because a request could not be read (Notice of
     /// Disconnection): why.
     bad_pdu: Option<CloseReason>,
@@ -243,7 +244,7 @@ pub async fn serve(
         dir: ctx.dir,
         conn: conn_id,
         next_op: 0,
-        received: Instant::now(),
+        received: Mono::now(),
         bad_pdu: None,
         identity: Arc::new(Identity::Anonymous),
         must_change: Arc::default(),
@@ -277,7 +278,7 @@ pub async fn serve(
     let idle_timeout = limits.idle_timeout;
     let idle = tokio::time::sleep(idle_timeout.unwrap_or(Duration::ZERO));
     tokio::pin!(closed, drained, idle);
-    let mut last_read = Instant::now();
+    let mut last_read = Mono::now();
     // The client ended the session itself (Unbind, or end of stream): nothing unread is
     // left that a close could turn into a reset.
     let mut client_left = false;
@@ -306,8 +307,9 @@ pub async fn serve(
             _ = &mut drained => break,
             _ = &mut idle, if idle_timeout.is_some() => {
                 let t = idle_timeout.unwrap_or_default();
-                let now = Instant::now();
-                if now.duration_since(last_read) >= t {
+                let now = Mono::now();
+                let quiet = now.since(last_read);
+                if quiet >= t {
                     if session.inflight.is_empty() {
                         reason = CloseReason::Idle;
                         break;
@@ -315,7 +317,8 @@ pub async fn serve(
                     // Operations still run: wait a whole period more.
                     last_read = now;
                 }
-                idle.as_mut().reset((last_read + t).into());
+                let rest = t.saturating_sub(now.since(last_read));
+                idle.as_mut().reset(tokio::time::Instant::now() + rest);
                 continue;
             }
         };
@@ -340,7 +343,7 @@ pub async fn serve(
         }
         // One clock read per read serves the idle timer and the requests' receive time.
         if idle_timeout.is_some() || !session.dir.observers.is_empty() {
-            let now = Instant::now();
+            let now = Mono::now();
             last_read = now;
             session.received = now;
         }
