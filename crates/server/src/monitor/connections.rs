@@ -92,7 +92,9 @@ impl ConnectionStats {
     pub fn bound(&self, dn: &str) {
         let mut rare = lock(&self.rare);
         if rare.authz_dn != dn {
-            rare.authz_dn = dn.to_string();
+            // In place: a connection that binds again and again reuses the allocation.
+            rare.authz_dn.clear();
+            rare.authz_dn.push_str(dn);
         }
     }
 

@@ -45,8 +45,7 @@ mod at {
     pub const ENTRIES: usize = LATENCY_SUM_NS + OP_KINDS;
     pub const REFERENCES: usize = ENTRIES + 1;
     pub const BYTES: usize = REFERENCES + 1;
-    pub const PDUS: usize = BYTES + 1;
-    pub const UNDECODABLE: usize = PDUS + 1;
+    pub const UNDECODABLE: usize = BYTES + 1;
     pub const ACCEPTED: usize = UNDECODABLE + 1;
     pub const CLOSED: usize = ACCEPTED + 1;
     pub const REFUSED: usize = CLOSED + 1;
@@ -115,20 +114,18 @@ impl Tally<'_> {
         self.slot.add(i, 1);
     }
 
-    /// What an operation sent: `sent`'s entries, references and octets, and as many
-    /// messages (PDUs), plus its final response when it had one (`answered`).
+    /// What an operation sent: `sent`'s entries, references and octets. Its final
+    /// response, when it had one, is counted by [`Tally::result`]; the messages sent are
+    /// the sum of the three ([`Totals::pdus`]).
     #[inline]
-    pub fn sent(&self, sent: &Sent, answered: bool) {
-        let (entries, references) = (u64::from(sent.entries), u64::from(sent.references));
-        if entries != 0 {
-            self.slot.add(at::ENTRIES, entries);
+    pub fn sent(&self, sent: &Sent) {
+        if sent.entries != 0 {
+            self.slot.add(at::ENTRIES, u64::from(sent.entries));
         }
-        if references != 0 {
-            self.slot.add(at::REFERENCES, references);
+        if sent.references != 0 {
+            self.slot.add(at::REFERENCES, u64::from(sent.references));
         }
         self.slot.add(at::BYTES, sent.bytes);
-        self.slot
-            .add(at::PDUS, entries + references + u64::from(answered));
     }
 
     /// A request that did not decode.
@@ -412,7 +409,8 @@ impl Totals {
 
     /// LDAP messages sent to clients.
     pub fn pdus(&self) -> u64 {
-        self.cells[at::PDUS]
+        let responses: u64 = self.cells[at::RESULTS..=at::RESULT_OTHER].iter().sum();
+        self.entries() + self.references() + responses
     }
 
     /// Requests that did not decode.
@@ -481,7 +479,7 @@ mod tests {
                                 references: 0,
                                 bytes: 100,
                             };
-                            t.sent(&sent, true);
+                            t.sent(&sent);
                         });
                     }
                 })

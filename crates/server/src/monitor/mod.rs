@@ -29,7 +29,7 @@ use larch_proto::ResultCode;
 use crate::outcome::{ConnectionEvent, Observer, Outcome};
 use connections::ConnectionTable;
 use counters::{Counters, Totals};
-use kinds::{BindMethod, OpKind};
+use kinds::OpKind;
 
 /// The server's counters and open connections.
 #[derive(Debug)]
@@ -98,9 +98,9 @@ impl Observer for Monitor {
     }
 
     fn operation(&self, o: &Outcome<'_>) {
-        // The common case: an operation read, decoded and numbered, not a Bind.
+        // The common case: an operation read, decoded and numbered.
         let kind = match OpKind::of_request(o.request_tag) {
-            Some(kind) if kind != OpKind::Bind && o.op >= 0 && !o.undecodable => kind,
+            Some(kind) if o.op >= 0 && !o.undecodable => kind,
             _ => return self.unusual_operation(o),
         };
         let nanos = o.times.total_nanos();
@@ -110,7 +110,10 @@ impl Observer for Monitor {
             if let Some(code) = code {
                 t.result(code);
             }
-            t.sent(&o.sent, code.is_some());
+            t.sent(&o.sent);
+            if let Some(method) = o.bind_method {
+                t.bind(method, code == Some(ResultCode::SUCCESS.0));
+            }
         });
     }
 
@@ -147,33 +150,20 @@ impl Observer for Monitor {
 }
 
 impl Monitor {
-    /// [`Observer::operation`] for a Bind (counted by method and result too), a request
-    /// that did not decode, and a Notice of Disconnection (which answers no operation, so
-    /// has no kind or latency).
+    /// [`Observer::operation`] for a request that did not decode and a Notice of
+    /// Disconnection (which answers no operation): no kind, no latency.
     #[cold]
     #[inline(never)]
     fn unusual_operation(&self, o: &Outcome<'_>) {
-        let kind = OpKind::of_request(o.request_tag).filter(|_| o.op >= 0 && !o.undecodable);
         let code = o.reply.filter(|_| o.response_tag != 0).map(|r| r.code.0);
-        let nanos = o.times.total_nanos();
-        let bind = (kind == Some(OpKind::Bind)).then(|| {
-            let ok = o.reply.is_some_and(|r| r.code == ResultCode::SUCCESS);
-            (o.bind_method.unwrap_or(BindMethod::Other), ok)
-        });
         self.counters.count(|t| {
             if o.undecodable {
                 t.undecodable();
             }
-            if let Some(kind) = kind {
-                t.completed(kind, nanos);
-            }
             if let Some(code) = code {
                 t.result(code);
             }
-            t.sent(&o.sent, code.is_some());
-            if let Some((method, ok)) = bind {
-                t.bind(method, ok);
-            }
+            t.sent(&o.sent);
         });
     }
 }
