@@ -4,12 +4,14 @@
 //! LDAP URL as the cluster's configuration records it ([`Member`]).
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use larch_store::consensus::{Applied, Leadership, ReplicateError, Replicator, WriteBatch};
+use larch_store::consensus::{Applied, Leadership, Proposal, ReplicateError, Replicator, WriteBatch};
 use larch_store::wal::Lsn;
 use larch_store::Store;
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
@@ -335,23 +337,13 @@ impl Proposer {
         }
         leadership
     }
-
-    /// The refusal of a node that does not lead: the leader's LDAP URL as the cluster's
-    /// configuration records it, for a referral.
-    fn not_leader(&self, metrics: &RaftMetrics<NodeId, Member>) -> ReplicateError {
-        let url = metrics.current_leader.and_then(|l| {
-            let member = metrics.membership_config.membership().get_node(&l)?;
-            member.client_url().map(str::to_string)
-        });
-        ReplicateError::NotLeader { leader: url }
-    }
 }
 
 impl Replicator for Proposer {
     fn ready(&self) -> Result<Leadership, ReplicateError> {
         let metrics = self.raft.metrics().borrow().clone();
         if metrics.state != ServerState::Leader || metrics.current_leader != Some(self.id) {
-            return Err(self.not_leader(&metrics));
+            return Err(not_leader(&metrics));
         }
         let leadership = Leadership {
             term: metrics.current_term,
@@ -372,17 +364,17 @@ impl Replicator for Proposer {
             .map_err(|e| ReplicateError::Unavailable(e.to_string()))
     }
 
-    fn replicate(&self, batch: WriteBatch) -> Result<Lsn, ReplicateError> {
-        self.handle.block_on(async {
-            let rx = self
-                .raft
-                .client_write_ff(batch)
-                .await
-                .map_err(|fatal| ReplicateError::Unavailable(fatal.to_string()))?;
-            let mut metrics = self.raft.metrics();
+    fn propose(&self, batch: WriteBatch) -> Result<Box<dyn Proposal>, ReplicateError> {
+        let rx = self
+            .handle
+            .block_on(self.raft.client_write_ff(batch))
+            .map_err(|fatal| ReplicateError::Unavailable(fatal.to_string()))?;
+        let (raft, id, timeout) = (self.raft.clone(), self.id, self.timeout);
+        let answer = async move {
+            let mut metrics = raft.metrics();
             let answer = tokio::select! {
-                answer = tokio::time::timeout(self.timeout, rx) => answer,
-                () = lost_leadership(&mut metrics, self.id) => {
+                answer = tokio::time::timeout(timeout, rx) => answer,
+                () = lost_leadership(&mut metrics, id) => {
                     return Err(ReplicateError::Unavailable(
                         "this node stopped leading before the write was committed".into(),
                     ));
@@ -390,8 +382,7 @@ impl Replicator for Proposer {
             };
             match answer {
                 Err(_) => Err(ReplicateError::Unavailable(format!(
-                    "not committed within {:?}",
-                    self.timeout
+                    "not committed within {timeout:?}"
                 ))),
                 Ok(Err(_)) => Err(ReplicateError::Unavailable("the engine stopped".into())),
                 Ok(Ok(Ok(response))) => match response.data {
@@ -402,12 +393,39 @@ impl Replicator for Proposer {
                     ))),
                 },
                 Ok(Ok(Err(ClientWriteError::ForwardToLeader(_)))) => {
-                    Err(self.not_leader(&self.raft.metrics().borrow()))
+                    Err(not_leader(&raft.metrics().borrow()))
                 }
                 Ok(Ok(Err(e))) => Err(ReplicateError::Unavailable(e.to_string())),
             }
-        })
+        };
+        Ok(Box::new(Pending {
+            handle: self.handle.clone(),
+            answer: Box::pin(answer),
+        }))
     }
+}
+
+/// A batch proposed by [`Proposer`]: its answer, waited for on the engine's runtime.
+struct Pending {
+    handle: Handle,
+    answer: Pin<Box<dyn Future<Output = Result<Lsn, ReplicateError>> + Send>>,
+}
+
+impl Proposal for Pending {
+    fn wait(self: Box<Self>) -> Result<Lsn, ReplicateError> {
+        let Pending { handle, answer } = *self;
+        handle.block_on(answer)
+    }
+}
+
+/// The refusal of a node that does not lead: the leader's LDAP URL as the cluster's
+/// configuration records it, for a referral.
+fn not_leader(metrics: &RaftMetrics<NodeId, Member>) -> ReplicateError {
+    let url = metrics.current_leader.and_then(|l| {
+        let member = metrics.membership_config.membership().get_node(&l)?;
+        member.client_url().map(str::to_string)
+    });
+    ReplicateError::NotLeader { leader: url }
 }
 
 /// Returns once node `me` no longer leads, or its engine stopped: a write it proposed

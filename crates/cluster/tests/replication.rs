@@ -163,3 +163,65 @@ async fn a_write_larger_than_a_log_record_is_refused_and_undone() {
     assert_eq!(state.len(), 2, "{:?}", state.keys().collect::<Vec<_>>());
     cluster.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_computed_on_writes_still_in_flight_land_in_order() {
+    // Each job reads the counter the jobs before it left and writes it plus one, so a job
+    // computed on any version but the one right before it loses a step. Jobs arrive in
+    // waves while earlier batches are still replicated: the writer computes them on its
+    // copy of the version after the batch in flight (proposed ahead), and the leader
+    // publishes those copies in order.
+    let cluster = Cluster::start(3, 21).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let store = cluster.nodes[&leader].store.clone();
+    add_suffix(&store).await;
+    write(&store, add("counter", "0")).await.unwrap().unwrap();
+    let dn = format!("cn=counter,{SUFFIX}");
+    let norm = common::entry(&dn, "0").norm_dn;
+    let (tx, rx) = std::sync::mpsc::channel();
+    const STEPS: u64 = 300;
+    for i in 0..STEPS {
+        let (tx, dn, norm) = (tx.clone(), dn.clone(), norm.clone());
+        store.submit(
+            move |txn| {
+                let id = txn.version().find(&norm).ok_or(StoreError::NoSuchEntry)?;
+                let now: u64 = content_value(txn.version(), id).parse().unwrap();
+                txn.modify(id, &common::entry(&dn, &(now + 1).to_string()).to_stored())
+            },
+            move |r| tx.send(r).unwrap(),
+        );
+        if i % 10 == 9 {
+            tokio::time::sleep(Duration::from_micros(300)).await;
+        }
+    }
+    drop(tx);
+    let results: Vec<_> = tokio::task::spawn_blocking(move || rx.iter().collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert_eq!(results.len() as u64, STEPS);
+    for r in &results {
+        assert!(matches!(r, Ok(Ok(()))), "{r:?}");
+    }
+    let ahead = store.stats().proposed_ahead;
+    assert!(ahead > 0, "no batch was proposed while another was in flight");
+    let state = cluster.converged(Duration::from_secs(20)).await;
+    assert_eq!(
+        state.get(&dn).map(String::as_str),
+        Some(STEPS.to_string().as_str())
+    );
+    // Every node holds the same count, and the leader published its own copies.
+    assert!(
+        store.batches_from_writer() > ahead / 2,
+        "{} of {ahead}",
+        store.batches_from_writer()
+    );
+    cluster.stop().await;
+}
+
+/// The value `common::entry` gave entry `id`.
+fn content_value(version: &larch_store::Version, id: larch_store::EntryId) -> String {
+    let norm = version.norm_dn(id).as_str().to_string();
+    content(version)
+        .remove(&norm)
+        .unwrap_or_else(|| panic!("{norm} has no value"))
+}

@@ -40,6 +40,7 @@ pub(crate) struct StoreStats {
     commit_nanos: AtomicU64,
     commit_max_nanos: AtomicU64,
     largest_batch: AtomicU64,
+    proposed_ahead: AtomicU64,
     snapshots: AtomicU64,
     last_snapshot: Mutex<Option<SnapshotRecord>>,
 }
@@ -59,6 +60,9 @@ pub struct StoreStatsView {
     pub commit_max: Duration,
     /// The most jobs one batch held.
     pub largest_batch: u64,
+    /// Batches a cluster leader's writer proposed while one of its earlier batches was
+    /// still being replicated.
+    pub proposed_ahead: u64,
     /// Snapshots written since the store opened.
     pub snapshots: u64,
     /// The last snapshot written since the store opened, or the one it loaded.
@@ -71,7 +75,7 @@ fn bump(c: &AtomicU64, n: u64) {
 
 impl StoreStats {
     /// A batch of `jobs` jobs and `records` records became durable `nanos` after it was
-    /// handed to the log. The writer thread only.
+    /// handed to the log. One thread only: the writer, or a replicated store's settler.
     pub(crate) fn committed(&self, jobs: u64, records: u64, nanos: u64) {
         bump(&self.batches, 1);
         bump(&self.jobs, jobs);
@@ -83,6 +87,12 @@ impl StoreStats {
         if jobs > self.largest_batch.load(Ordering::Relaxed) {
             self.largest_batch.store(jobs, Ordering::Relaxed);
         }
+    }
+
+    /// A cluster leader's writer proposed a batch while an earlier one was in flight. Its
+    /// writer thread only.
+    pub(crate) fn proposed_ahead(&self) {
+        bump(&self.proposed_ahead, 1);
     }
 
     /// A snapshot was written, or loaded at start.
@@ -104,6 +114,7 @@ impl StoreStats {
             commit_time: Duration::from_nanos(self.commit_nanos.load(Ordering::Relaxed)),
             commit_max: Duration::from_nanos(self.commit_max_nanos.load(Ordering::Relaxed)),
             largest_batch: self.largest_batch.load(Ordering::Relaxed),
+            proposed_ahead: self.proposed_ahead.load(Ordering::Relaxed),
             snapshots: self.snapshots.load(Ordering::Relaxed),
             last_snapshot: *self.last_snapshot.lock().unwrap_or_else(|e| e.into_inner()),
         }

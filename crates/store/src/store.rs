@@ -255,7 +255,7 @@ struct Replicated {
     slot: ReplicatorSlot,
     apply: Mutex<Vec<u8>>,
     /// The leader's writer's computed version of the batch being committed.
-    prepared: Arc<Mutex<Option<consensus::Prepared>>>,
+    prepared: Arc<Mutex<consensus::PreparedChain>>,
     /// Batches published from the writer's computed version instead of replayed.
     from_writer: std::sync::atomic::AtomicU64,
 }
@@ -674,7 +674,7 @@ impl Store {
         let mut next = (*current).clone();
         let mut changes = self.inner.feed.has_subscribers().then(Vec::new);
         let mut prepared = consensus::writer::lock(&replicated.prepared);
-        let waiting = prepared.is_some();
+        let taken = prepared.taken_total;
         let done = consensus::apply::apply_entries(
             &mut next,
             &current,
@@ -682,13 +682,19 @@ impl Store {
             &mut prepared,
             &mut scratch,
             &mut changes,
-        )?;
-        if waiting && prepared.is_none() {
-            replicated
-                .from_writer
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        );
+        let from_writer = prepared.taken_total - taken;
+        if done.is_err() {
+            // Nothing of the call is published: what the chain says was taken is not.
+            prepared.taken = None;
         }
         drop(prepared);
+        let done = done?;
+        if from_writer > 0 {
+            replicated
+                .from_writer
+                .fetch_add(from_writer, std::sync::atomic::Ordering::Relaxed);
+        }
         if next.lsn != current.lsn {
             self.inner.cell.publish(Arc::new(next));
             self.inner.feed.deliver_committed(changes.unwrap_or_default());
@@ -930,7 +936,7 @@ impl Store {
         let entries = version.len() as u64;
         {
             let _apply = replicated.apply.lock().unwrap_or_else(|e| e.into_inner());
-            consensus::writer::lock(&replicated.prepared).take();
+            consensus::writer::lock(&replicated.prepared).clear();
             self.inner.cell.publish(Arc::new(version));
             self.inner.feed.reset(lsn);
         }

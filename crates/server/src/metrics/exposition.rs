@@ -806,6 +806,7 @@ mod tests {
                     commit_time: Duration::from_millis(3),
                     commit_max: Duration::from_millis(2),
                     largest_batch: 2,
+                    proposed_ahead: 0,
                     snapshots: 1,
                     last_snapshot: Some(SnapshotRecord {
                         lsn: 5,

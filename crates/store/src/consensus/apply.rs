@@ -12,7 +12,7 @@ use super::entry::WriteBatch;
 use std::sync::Arc;
 
 use super::entry::{EntryBody, ReplicatedEntry};
-use super::Prepared;
+use super::PreparedChain;
 use crate::error::StoreError;
 use crate::feed::CommittedChange;
 use crate::txn::apply_change;
@@ -36,15 +36,15 @@ pub enum Applied {
 /// Applies `entries` (each with its LSN, in order) to `version`, a copy of `base`; the
 /// changes applied are appended to `feed` when `keep_feed`, each with its entry's LSN (a
 /// batch's changes share it; the last change of each write ends the write). A batch that is
-/// exactly the leader's `prepared` one, first after `base`, is not replayed: its
-/// computed version takes the place of `version` (`prepared` is then taken). An entry that
+/// exactly the oldest of the leader's `prepared` ones, computed on the version it follows,
+/// is not replayed: its computed version takes the place of `version`. An entry that
 /// does not follow the version's LSN, or a change that does not apply, is an error: the
 /// node's state no longer matches the log.
 pub(crate) fn apply_entries<'e>(
     version: &mut Version,
     base: &Arc<Version>,
     entries: impl IntoIterator<Item = (Lsn, &'e ReplicatedEntry)>,
-    prepared: &mut Option<Prepared>,
+    prepared: &mut PreparedChain,
     scratch: &mut Vec<u8>,
     feed: &mut Option<Vec<CommittedChange>>,
 ) -> Result<Vec<Applied>, StoreError> {
@@ -74,6 +74,7 @@ pub(crate) fn apply_entries<'e>(
                         }
                     }
                     None => {
+                        prepared.taken = None;
                         for write in &batch.writes {
                             apply_write(version, lsn, write, scratch, feed)?;
                         }
@@ -88,25 +89,36 @@ pub(crate) fn apply_entries<'e>(
     Ok(done)
 }
 
-/// The leader's computed version, when the batch at `lsn` is its prepared one and comes
-/// first after the version it was computed on.
+/// The leader's computed version, when the batch at `lsn` is the oldest of its prepared
+/// ones and comes right after the version it was computed on: the version `base` when the
+/// call started (the first entry the call applies), or the prepared version the chain gave
+/// for the entry before. Prepared versions for this LSN or an earlier one are taken off the
+/// chain either way: once the entry is applied they are of no use.
 fn take_prepared(
-    prepared: &mut Option<Prepared>,
+    chain: &mut PreparedChain,
     base: &Arc<Version>,
     version: &Version,
     lsn: Lsn,
     entry: &ReplicatedEntry,
 ) -> Option<Version> {
-    let p = prepared.as_ref()?;
-    let same = p.lsn == lsn
-        && p.leadership == entry.leadership
-        && Arc::ptr_eq(&p.base, base)
-        && version.lsn == base.lsn
-        && lsn == base.lsn + 1;
-    if !same {
+    while chain.queue.front().is_some_and(|p| p.lsn < lsn) {
+        chain.queue.pop_front();
+    }
+    if chain.queue.front()?.lsn != lsn {
         return None;
     }
-    prepared.take().map(|p| p.working)
+    let p = chain.queue.pop_front()?;
+    let follows = match &p.base {
+        Some(b) => Arc::ptr_eq(b, base) && version.lsn == base.lsn,
+        None => chain.taken == Some(version.lsn),
+    };
+    if !follows || p.leadership != entry.leadership || lsn != version.lsn + 1 {
+        chain.taken = None;
+        return None;
+    }
+    chain.taken = Some(lsn);
+    chain.taken_total += 1;
+    Some(p.working)
 }
 
 /// One write of a batch at `lsn`: its changes applied in order, each handed to `feed`.

@@ -14,11 +14,19 @@
 //!    it is committed by a majority and applied here, or refused.
 //! 4. The writer does not publish its copy: every node, this one included, applies
 //!    committed entries through [`Store::apply_replicated`](crate::Store::apply_replicated)
-//!    in log order, which publishes a version per call and feeds the change feed. Then the
-//!    writer reports each job's result. The leader's writer leaves its copy as a
-//!    [`Prepared`] version: when the entry applied is exactly that batch (appended under
-//!    the leadership the writer saw, at the LSN it was computed for, onto the very version
-//!    it was computed on), the copy is published instead of replaying the batch.
+//!    in log order, which publishes a version per call and feeds the change feed. Then each
+//!    job's result is reported. The leader's writer leaves its copy as a [`Prepared`]
+//!    version: when the entry applied is exactly that batch (appended under the leadership
+//!    the writer saw, at the LSN it was computed for, onto the very version it was computed
+//!    on), the copy is published instead of replaying the batch.
+//! 5. The writer does not wait for a batch's commit before it takes the next: it computes
+//!    the next batch on its copy of the version after the one in flight, stamped with the
+//!    LSN after it, and proposes it too (at most [`writer::MAX_IN_FLIGHT`] at once); a
+//!    thread of its own waits for each batch's end and reports its jobs' results, in
+//!    order. A batch computed on one that is not applied cannot land where it was computed
+//!    to land (see [`entry`]), so no node applies it; the writer then waits for everything
+//!    in flight to end and starts again from the newest version. The prepared copies form
+//!    a [`PreparedChain`].
 //!
 //! The WAL holds the replicated log (the engine's log storage appends, truncates and reads
 //! it; see [`entry`] for its payloads), so a committed write is on disk once on a majority
@@ -35,6 +43,7 @@ pub mod entry;
 pub mod existing;
 pub(crate) mod writer;
 
+use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 
 pub use apply::Applied;
@@ -75,22 +84,58 @@ pub trait Replicator: Send + Sync {
     /// appended under another is then applied like any other node's).
     fn ready(&self) -> Result<Leadership, ReplicateError>;
 
+    /// Proposes `batch` and returns at once; [`Proposal::wait`] waits for its end.
+    /// Batches proposed one after another are appended to the log in that order.
+    fn propose(&self, batch: WriteBatch) -> Result<Box<dyn Proposal>, ReplicateError>;
+
     /// Proposes `batch` and waits until it is committed and applied here (its LSN), or
     /// refused.
-    fn replicate(&self, batch: WriteBatch) -> Result<Lsn, ReplicateError>;
+    fn replicate(&self, batch: WriteBatch) -> Result<Lsn, ReplicateError> {
+        self.propose(batch)?.wait()
+    }
 }
 
-/// The leader's writer's copy of the version after its batch, left for the apply path
-/// (step 4).
+/// A batch proposed to the cluster, not yet known to be committed.
+pub trait Proposal: Send {
+    /// Waits until the batch is committed and applied here (its LSN), or refused.
+    fn wait(self: Box<Self>) -> Result<Lsn, ReplicateError>;
+}
+
+/// The leader's writer's copy of the version after one of its batches, left for the apply
+/// path (step 4).
 pub(crate) struct Prepared {
     /// The leadership the batch is appended under.
     pub leadership: Leadership,
     /// The LSN it was computed to land at.
     pub lsn: Lsn,
-    /// The version it was computed on.
-    pub base: Arc<Version>,
+    /// The version it was computed on: a published one, or `None` when it was computed on
+    /// the version of the batch before it in the [`PreparedChain`] (which was not
+    /// published yet: that batch was still being replicated).
+    pub base: Option<Arc<Version>>,
     /// The version with the batch applied.
     pub working: Version,
+}
+
+/// The leader's prepared versions, in the order their batches were proposed (step 5 of
+/// [`writer`]: the writer proposes a batch while the one before it is replicated).
+#[derive(Default)]
+pub(crate) struct PreparedChain {
+    /// Oldest first.
+    pub queue: VecDeque<Prepared>,
+    /// The LSN of the version the apply path last took from the chain, while the version
+    /// at that LSN is that one: a batch computed on it (`base: None`) may be taken next.
+    pub taken: Option<Lsn>,
+    /// How many versions the apply path took from the chain (a figure for the store's
+    /// statistics).
+    pub taken_total: u64,
+}
+
+impl PreparedChain {
+    /// Forgets every prepared version (a snapshot installed, a writer starting afresh).
+    pub fn clear(&mut self) {
+        self.queue.clear();
+        self.taken = None;
+    }
 }
 
 /// Where a replicated store's writer finds its replicator: set once, after the engine is

@@ -1,33 +1,67 @@
-//! The writer thread of a replicated store (steps 1 to 4 of [`super`]).
+//! The writer thread of a replicated store (steps 1 to 5 of [`super`]), and the thread
+//! that waits for its batches' ends (the settler).
+//!
+//! The writer takes a batch of jobs, computes it on a copy of a version and proposes it,
+//! then takes the next batch at once. A batch is computed on the newest published version
+//! when nothing of the writer's is in flight (after [`Replicator::ready`]), and otherwise
+//! on the writer's copy of the version after its last proposed batch, stamped with the LSN
+//! after that one's (step 5). The settler waits for each proposed batch in the order they
+//! were proposed, reports its jobs' results and tells the writer how it ended; after a
+//! batch that was not applied, the writer waits until nothing is in flight and starts
+//! again from the newest version.
 
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::{Prepared, ReplicateError, ReplicatorSlot, WriteBatch};
+use super::{Prepared, PreparedChain, Proposal, ReplicateError, Replicator, ReplicatorSlot, WriteBatch};
 use crate::error::StoreError;
+use crate::feed::EntryStates;
 use crate::stats::StoreStats;
 use crate::txn::WriteTxn;
 use crate::version::Version;
 use crate::version_cell::VersionCell;
-use crate::wal::{Lsn, MAX_RECORD_PAYLOAD};
+use crate::wal::record::Change;
+use crate::wal::{LogRecord, Lsn, MAX_RECORD_PAYLOAD};
 use crate::writer::{next_batch, Finish, Job};
 
-/// The writer loop; returns when every sender is gone.
+/// Runs of batches a leader's writer has proposed and not yet seen end: while one is
+/// replicated (a round trip to the followers and their fsync), the next is computed and
+/// proposed, so the log's appends and fsyncs on every node overlap the writer's work.
+pub const MAX_IN_FLIGHT: usize = 4;
+
+/// The writer loop; returns when every sender is gone and every proposed batch has ended.
 pub(crate) fn run(
     jobs: Receiver<Job>,
     cell: Arc<VersionCell<Version>>,
     slot: ReplicatorSlot,
-    prepared: Arc<Mutex<Option<Prepared>>>,
+    prepared: Arc<Mutex<PreparedChain>>,
     stats: Arc<StoreStats>,
 ) {
-    let mut log = Vec::new();
-    let mut kept = Vec::new();
-    let mut scratch: Vec<u8> = Vec::with_capacity(1024);
-    loop {
-        let Some(batch) = next_batch(&jobs) else {
-            return;
-        };
+    let (to_settler, settler_jobs) = mpsc::channel::<InFlight>();
+    let (settled_tx, settled) = mpsc::channel::<bool>();
+    let settler_stats = Arc::clone(&stats);
+    let settler = std::thread::Builder::new()
+        .name("larch-settler".into())
+        .spawn(move || settle_in_order(&settler_jobs, &settled_tx, &settler_stats));
+    let Ok(settler) = settler else {
+        // No thread for the settler: every write is refused (the store stays readable).
+        while let Some(batch) = next_batch(&jobs) {
+            refuse(
+                batch,
+                &ReplicateError::Unavailable("no thread to wait for writes".into()),
+            );
+        }
+        return;
+    };
+    let mut flight = Flight {
+        settled,
+        in_flight: 0,
+        broken: false,
+        ahead: None,
+    };
+    let mut txn_buffers = TxnBuffers::default();
+    while let Some(batch) = next_batch(&jobs) {
         let Some(replicator) = slot.get() else {
             refuse(
                 batch,
@@ -35,30 +69,30 @@ pub(crate) fn run(
             );
             continue;
         };
-        let leadership = match replicator.ready() {
-            Ok(l) => l,
-            Err(e) => {
-                refuse(batch, &e);
-                continue;
-            }
+        flight.take_ends();
+        let start = match flight.continue_from() {
+            Some(ahead) => ahead,
+            None => match fresh_start(replicator.as_ref(), &cell, &prepared) {
+                Ok(start) => start,
+                Err(e) => {
+                    refuse(batch, &e);
+                    continue;
+                }
+            },
         };
-        // Step 2: the batch on a copy of the newest version, one write per job that
-        // changed something, cut into entries of at most MAX_ENTRY_WRITE_OCTETS.
-        let base = cell.load();
-        let mut run = Run::new(base.lsn + 1);
-        let mut working: Version = (*base).clone();
+        let Start {
+            leadership,
+            base,
+            mut working,
+            lsn,
+        } = start;
+        // Step 2: the batch on the copy, one write per job that changed something, cut
+        // into entries of at most MAX_ENTRY_WRITE_OCTETS.
+        let mut run = Run::new(lsn);
         for job in batch {
             let before = working.clone();
-            log.clear();
-            let mut txn = WriteTxn {
-                version: &mut working,
-                log: &mut log,
-                scratch: &mut scratch,
-                changes: &mut kept,
-                keep_changes: false,
-            };
-            let finish = job(Ok(&mut txn));
-            let write: Vec<Vec<u8>> = log.drain(..).map(|r| r.payload).collect();
+            let finish = job(Ok(&mut txn_buffers.txn(&mut working)));
+            let write: Vec<Vec<u8>> = txn_buffers.log.drain(..).map(|r| r.payload).collect();
             if write_octets(&write) > MAX_ENTRY_WRITE_OCTETS {
                 // Too large for any entry: undone, refused as a single server refuses a
                 // change too large for a log record.
@@ -71,11 +105,18 @@ pub(crate) fn run(
             run.add(finish, write, &before);
         }
         if run.entries.iter().all(|e| e.writes.is_empty()) {
+            // Nothing to propose: the copy is unchanged, and so is what follows it.
+            flight.ahead = base.is_none().then_some(Start {
+                leadership,
+                base: None,
+                working,
+                lsn,
+            });
             run.finish_all(&[]);
             continue;
         }
-        // Steps 3 and 4: proposed one after another, each committed and applied by every
-        // node (here too) before the next; the first with the writer's version prepared.
+        // Steps 3 and 5: each entry proposed, the first with its version prepared; the
+        // settler waits for them.
         let records = run
             .entries
             .iter()
@@ -83,30 +124,188 @@ pub(crate) fn run(
             .map(|w| w.len() as u64)
             .sum();
         let jobs_count = run.finishers.len() as u64;
-        let first_done = run.first_done.take().unwrap_or(working);
-        let handed = Instant::now();
-        let mut results: Vec<Result<Lsn, ReplicateError>> = Vec::with_capacity(run.entries.len());
-        for (i, entry) in std::mem::take(&mut run.entries).into_iter().enumerate() {
-            if let Some(Err(_)) = results.last() {
-                // Computed on an entry that was not applied: never proposed.
-                results.push(Err(ReplicateError::Superseded));
-                continue;
-            }
-            if i == 0 {
-                *lock(&prepared) = Some(Prepared {
-                    leadership,
-                    lsn: entry.expected_lsn,
-                    base: Arc::clone(&base),
-                    working: first_done.clone(),
-                });
-            }
-            results.push(replicator.replicate(entry));
-            // Used by the apply path, or of no use any more.
-            lock(&prepared).take();
+        let entries = std::mem::take(&mut run.entries);
+        let next_lsn = entries.last().map_or(lsn, |e| e.expected_lsn + 1);
+        let first_done = run.first_done.take().unwrap_or_else(|| working.clone());
+        if base.is_none() {
+            stats.proposed_ahead();
         }
-        let nanos = u64::try_from(handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        stats.committed(jobs_count, records, nanos);
-        run.finish_all(&results);
+        lock(&prepared).queue.push_back(Prepared {
+            leadership,
+            lsn: entries[0].expected_lsn,
+            base,
+            working: first_done,
+        });
+        let handed = Instant::now();
+        let proposals = entries
+            .into_iter()
+            .map(|entry| replicator.propose(entry))
+            .collect::<Vec<_>>();
+        let proposed = proposals.iter().all(Result::is_ok);
+        flight.in_flight += 1;
+        if to_settler
+            .send(InFlight {
+                proposals,
+                run,
+                jobs_count,
+                records,
+                handed,
+            })
+            .is_err()
+        {
+            // The settler is gone (it does not exit before the writer): nothing waits.
+            flight.in_flight -= 1;
+        }
+        flight.ahead = proposed.then_some(Start {
+            leadership,
+            base: None,
+            working,
+            lsn: next_lsn,
+        });
+        flight.broken |= !proposed;
+    }
+    drop(to_settler);
+    let _ = settler.join();
+}
+
+/// Where the writer computes its next batch.
+struct Start {
+    /// The leadership its entries are appended under.
+    leadership: super::Leadership,
+    /// The published version it is computed on; `None`: the writer's copy of the version
+    /// after its last proposed batch.
+    base: Option<Arc<Version>>,
+    /// The copy the batch is computed on.
+    working: Version,
+    /// The LSN the batch is computed to land at.
+    lsn: Lsn,
+}
+
+/// The writer's view of its batches in flight.
+struct Flight {
+    /// One message per run of batches ended: whether all of them were applied.
+    settled: Receiver<bool>,
+    /// Runs proposed and not yet ended.
+    in_flight: usize,
+    /// A run ended without being applied: what follows it in flight cannot be either.
+    broken: bool,
+    /// Where the next batch goes on when the last one is still in flight.
+    ahead: Option<Start>,
+}
+
+impl Flight {
+    /// Takes the ends the settler reported, without waiting.
+    fn take_ends(&mut self) {
+        while let Ok(applied) = self.settled.try_recv() {
+            self.ended(applied);
+        }
+    }
+
+    fn ended(&mut self, applied: bool) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.broken |= !applied;
+    }
+
+    /// Waits for one run to end.
+    fn wait_one(&mut self) {
+        match self.settled.recv() {
+            Ok(applied) => self.ended(applied),
+            // The settler is gone: nothing is in flight any more.
+            Err(_) => self.in_flight = 0,
+        }
+    }
+
+    /// Where the next batch goes on from: the copy after the last batch when that one is
+    /// still in flight and everything before it was applied (waiting while the most runs
+    /// are in flight), or `None` after waiting for every run to end (start afresh).
+    fn continue_from(&mut self) -> Option<Start> {
+        while self.in_flight >= MAX_IN_FLIGHT && !self.broken {
+            self.wait_one();
+        }
+        if self.in_flight > 0 && !self.broken {
+            if let Some(ahead) = self.ahead.take() {
+                return Some(ahead);
+            }
+        }
+        self.ahead = None;
+        while self.in_flight > 0 {
+            self.wait_one();
+        }
+        self.broken = false;
+        None
+    }
+}
+
+/// Nothing of the writer's in flight: the newest version, once this node may write on it
+/// (step 1). Prepared versions left from earlier batches are forgotten.
+fn fresh_start(
+    replicator: &dyn Replicator,
+    cell: &VersionCell<Version>,
+    prepared: &Mutex<PreparedChain>,
+) -> Result<Start, ReplicateError> {
+    let leadership = replicator.ready()?;
+    lock(prepared).clear();
+    let base = cell.load();
+    let working = (*base).clone();
+    Ok(Start {
+        leadership,
+        lsn: base.lsn + 1,
+        base: Some(base),
+        working,
+    })
+}
+
+/// The buffers a job's transaction writes into, kept from job to job.
+#[derive(Default)]
+struct TxnBuffers {
+    log: Vec<LogRecord>,
+    kept: Vec<(Change, EntryStates)>,
+    scratch: Vec<u8>,
+}
+
+impl TxnBuffers {
+    fn txn<'a>(&'a mut self, version: &'a mut Version) -> WriteTxn<'a> {
+        self.log.clear();
+        WriteTxn {
+            version,
+            log: &mut self.log,
+            scratch: &mut self.scratch,
+            changes: &mut self.kept,
+            keep_changes: false,
+        }
+    }
+}
+
+/// A run of batches proposed, for the settler.
+struct InFlight {
+    /// One per entry, in order.
+    proposals: Vec<Result<Box<dyn Proposal>, ReplicateError>>,
+    run: Run,
+    jobs_count: u64,
+    records: u64,
+    handed: Instant,
+}
+
+/// The settler: waits for each run in the order it was proposed, reports its jobs'
+/// results, and tells the writer whether it was applied.
+fn settle_in_order(runs: &Receiver<InFlight>, ended: &Sender<bool>, stats: &StoreStats) {
+    for f in runs {
+        let mut results: Vec<Result<Lsn, ReplicateError>> = Vec::with_capacity(f.proposals.len());
+        for proposal in f.proposals {
+            let result = match (results.last(), proposal) {
+                // Computed on an entry that was not applied: it cannot land where it was
+                // computed to (a no-op on every node if it is committed at all).
+                (Some(Err(_)), _) => Err(ReplicateError::Superseded),
+                (_, Err(e)) => Err(e),
+                (_, Ok(p)) => p.wait(),
+            };
+            results.push(result);
+        }
+        let nanos = u64::try_from(f.handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        stats.committed(f.jobs_count, f.records, nanos);
+        let applied = results.iter().all(Result::is_ok);
+        f.run.finish_all(&results);
+        let _ = ended.send(applied);
     }
 }
 
@@ -204,7 +403,7 @@ fn refuse(batch: Vec<Job>, why: &ReplicateError) {
     }
 }
 
-/// The prepared slot; its holders never leave it half written.
-pub(crate) fn lock(prepared: &Mutex<Option<Prepared>>) -> MutexGuard<'_, Option<Prepared>> {
+/// The prepared chain; its holders never leave it half written.
+pub(crate) fn lock(prepared: &Mutex<PreparedChain>) -> MutexGuard<'_, PreparedChain> {
     prepared.lock().unwrap_or_else(|e| e.into_inner())
 }
