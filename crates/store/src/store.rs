@@ -101,6 +101,10 @@ pub struct StoreOptions {
     /// [`Store::apply_replicated`]), writes are proposed through the replicator set with
     /// [`Store::set_replicator`], and no snapshot is written.
     pub replicated: bool,
+    /// A replicated store's leader: how many runs of batches its writer keeps proposed and
+    /// not yet ended (at least 1: a batch proposed only once the last has ended). Default
+    /// [`crate::consensus::MAX_IN_FLIGHT`].
+    pub writes_in_flight: usize,
 }
 
 impl std::fmt::Debug for StoreOptions {
@@ -130,6 +134,7 @@ impl StoreOptions {
             snapshot_duty_cycle: DEFAULT_SNAPSHOT_DUTY_CYCLE,
             events: None,
             replicated: false,
+            writes_in_flight: consensus::writer::MAX_IN_FLIGHT,
         }
     }
 
@@ -406,10 +411,13 @@ impl Store {
             let slot = replicated
                 .as_ref()
                 .map(|r| (Arc::clone(&r.slot), Arc::clone(&r.prepared)));
+            let in_flight = options.writes_in_flight.max(1);
             std::thread::Builder::new()
                 .name("larch-writer".into())
                 .spawn(move || match slot {
-                    Some((slot, prepared)) => consensus::writer::run(rx, cell, slot, prepared, stats),
+                    Some((slot, prepared)) => {
+                        consensus::writer::run(rx, cell, slot, prepared, stats, in_flight)
+                    }
                     None => writer::run(rx, cell, wal, feed, health, stats),
                 })
                 .map_err(io("start the writer for", &options.dir))?

@@ -21,7 +21,7 @@
 //!    on), the copy is published instead of replaying the batch.
 //! 5. The writer does not wait for a batch's commit before it takes the next: it computes
 //!    the next batch on its copy of the version after the one in flight, stamped with the
-//!    LSN after it, and proposes it too (at most [`writer::MAX_IN_FLIGHT`] at once); a
+//!    LSN after it, and proposes it too (at most [`MAX_IN_FLIGHT`] at once); a
 //!    thread of its own waits for each batch's end and reports its jobs' results, in
 //!    order. A batch computed on one that is not applied cannot land where it was computed
 //!    to land (see [`entry`]), so no node applies it; the writer then waits for everything
@@ -42,6 +42,8 @@ pub mod apply;
 pub mod entry;
 pub mod existing;
 pub(crate) mod writer;
+
+pub use writer::MAX_IN_FLIGHT;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
@@ -117,7 +119,8 @@ pub(crate) struct Prepared {
 }
 
 /// The leader's prepared versions, in the order their batches were proposed (step 5 of
-/// [`writer`]: the writer proposes a batch while the one before it is replicated).
+/// the module documentation: the writer proposes a batch while the one before it is
+/// replicated).
 #[derive(Default)]
 pub(crate) struct PreparedChain {
     /// Oldest first.

@@ -25,9 +25,10 @@ use crate::wal::record::Change;
 use crate::wal::{LogRecord, Lsn, MAX_RECORD_PAYLOAD};
 use crate::writer::{next_batch, Finish, Job};
 
-/// Runs of batches a leader's writer has proposed and not yet seen end: while one is
-/// replicated (a round trip to the followers and their fsync), the next is computed and
-/// proposed, so the log's appends and fsyncs on every node overlap the writer's work.
+/// Runs of batches a leader's writer keeps proposed and not yet ended, by default
+/// ([`crate::StoreOptions::writes_in_flight`]): while one is replicated (a round trip to
+/// the followers and their fsync), the next is computed and proposed, so the log's appends
+/// and fsyncs on every node overlap the writer's work.
 pub const MAX_IN_FLIGHT: usize = 4;
 
 /// The writer loop; returns when every sender is gone and every proposed batch has ended.
@@ -37,6 +38,7 @@ pub(crate) fn run(
     slot: ReplicatorSlot,
     prepared: Arc<Mutex<PreparedChain>>,
     stats: Arc<StoreStats>,
+    most_in_flight: usize,
 ) {
     let (to_settler, settler_jobs) = mpsc::channel::<InFlight>();
     let (settled_tx, settled) = mpsc::channel::<bool>();
@@ -56,6 +58,7 @@ pub(crate) fn run(
     };
     let mut flight = Flight {
         settled,
+        most: most_in_flight,
         in_flight: 0,
         broken: false,
         ahead: None,
@@ -185,6 +188,8 @@ struct Start {
 struct Flight {
     /// One message per run of batches ended: whether all of them were applied.
     settled: Receiver<bool>,
+    /// The most runs in flight at once.
+    most: usize,
     /// Runs proposed and not yet ended.
     in_flight: usize,
     /// A run ended without being applied: what follows it in flight cannot be either.
@@ -219,7 +224,7 @@ impl Flight {
     /// still in flight and everything before it was applied (waiting while the most runs
     /// are in flight), or `None` after waiting for every run to end (start afresh).
     fn continue_from(&mut self) -> Option<Start> {
-        while self.in_flight >= MAX_IN_FLIGHT && !self.broken {
+        while self.in_flight >= self.most && !self.broken {
             self.wait_one();
         }
         if self.in_flight > 0 && !self.broken {
