@@ -109,13 +109,21 @@ pub(crate) fn run(
         }
         if run.entries.iter().all(|e| e.writes.is_empty()) {
             // Nothing to propose: the copy is unchanged, and so is what follows it.
-            flight.ahead = base.is_none().then_some(Start {
+            if base.is_some() {
+                run.finish_all(&[]);
+                continue;
+            }
+            // Computed on batches still in flight, the jobs' answers (a refusal, or
+            // nothing to change) hold only once those are applied: the settler gives them
+            // in turn.
+            run.entries.clear();
+            flight.send(&to_settler, InFlight::of(Vec::new(), run, true));
+            flight.ahead = Some(Start {
                 leadership,
                 base: None,
                 working,
                 lsn,
             });
-            run.finish_all(&[]);
             continue;
         }
         // Steps 3 and 5: each entry proposed, the first with its version prepared; the
@@ -126,11 +134,11 @@ pub(crate) fn run(
             .flat_map(|e| &e.writes)
             .map(|w| w.len() as u64)
             .sum();
-        let jobs_count = run.finishers.len() as u64;
         let entries = std::mem::take(&mut run.entries);
         let next_lsn = entries.last().map_or(lsn, |e| e.expected_lsn + 1);
         let first_done = run.first_done.take().unwrap_or_else(|| working.clone());
-        if base.is_none() {
+        let ahead = base.is_none();
+        if ahead {
             stats.proposed_ahead();
         }
         lock(&prepared).queue.push_back(Prepared {
@@ -145,20 +153,12 @@ pub(crate) fn run(
             .map(|entry| replicator.propose(entry))
             .collect::<Vec<_>>();
         let proposed = proposals.iter().all(Result::is_ok);
-        flight.in_flight += 1;
-        if to_settler
-            .send(InFlight {
-                proposals,
-                run,
-                jobs_count,
-                records,
-                handed,
-            })
-            .is_err()
-        {
-            // The settler is gone (it does not exit before the writer): nothing waits.
-            flight.in_flight -= 1;
-        }
+        let in_flight = InFlight {
+            records,
+            handed,
+            ..InFlight::of(proposals, run, ahead)
+        };
+        flight.send(&to_settler, in_flight);
         flight.ahead = proposed.then_some(Start {
             leadership,
             base: None,
@@ -199,6 +199,15 @@ struct Flight {
 }
 
 impl Flight {
+    /// Hands a run to the settler.
+    fn send(&mut self, to_settler: &Sender<InFlight>, run: InFlight) {
+        // The settler exits only after the writer: a send fails only if it panicked, and
+        // then nothing waits for the run.
+        if to_settler.send(run).is_ok() {
+            self.in_flight += 1;
+        }
+    }
+
     /// Takes the ends the settler reported, without waiting.
     fn take_ends(&mut self) {
         while let Ok(applied) = self.settled.try_recv() {
@@ -283,18 +292,47 @@ impl TxnBuffers {
 
 /// A run of batches proposed, for the settler.
 struct InFlight {
-    /// One per entry, in order.
+    /// One per entry, in order (none: the run changed nothing).
     proposals: Vec<Result<Box<dyn Proposal>, ReplicateError>>,
     run: Run,
+    /// Computed on the writer's copy after runs still in flight, not on a published
+    /// version.
+    ahead: bool,
     jobs_count: u64,
     records: u64,
     handed: Instant,
 }
 
+impl InFlight {
+    fn of(proposals: Vec<Result<Box<dyn Proposal>, ReplicateError>>, run: Run, ahead: bool) -> InFlight {
+        InFlight {
+            jobs_count: run.finishers.len() as u64,
+            proposals,
+            run,
+            ahead,
+            records: 0,
+            handed: Instant::now(),
+        }
+    }
+}
+
 /// The settler: waits for each run in the order it was proposed, reports its jobs'
-/// results, and tells the writer whether it was applied.
+/// results, and tells the writer whether it was applied. A run computed ahead on one that
+/// was not applied fails whole, its refusals too: they were decided on writes that never
+/// happened.
 fn settle_in_order(runs: &Receiver<InFlight>, ended: &Sender<bool>, stats: &StoreStats) {
+    // A run since the last one computed on a published version was not applied.
+    let mut broken = false;
     for f in runs {
+        if !f.ahead {
+            broken = false;
+        }
+        if broken {
+            // Its proposals cannot land where they were computed to: not waited for.
+            f.run.fail_all(&ReplicateError::Superseded);
+            let _ = ended.send(false);
+            continue;
+        }
         let mut results: Vec<Result<Lsn, ReplicateError>> = Vec::with_capacity(f.proposals.len());
         for proposal in f.proposals {
             let result = match (results.last(), proposal) {
@@ -306,9 +344,12 @@ fn settle_in_order(runs: &Receiver<InFlight>, ended: &Sender<bool>, stats: &Stor
             };
             results.push(result);
         }
-        let nanos = u64::try_from(f.handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        stats.committed(f.jobs_count, f.records, nanos);
+        if !results.is_empty() {
+            let nanos = u64::try_from(f.handed.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            stats.committed(f.jobs_count, f.records, nanos);
+        }
         let applied = results.iter().all(Result::is_ok);
+        broken = !applied;
         f.run.finish_all(&results);
         let _ = ended.send(applied);
     }
@@ -382,6 +423,13 @@ impl Run {
             entry.writes.push(write);
         }
         self.finishers.push((finish, Outcome::In(i)));
+    }
+
+    /// Fails every job with `why`.
+    fn fail_all(self, why: &ReplicateError) {
+        for (finish, _) in self.finishers {
+            finish(Err(StoreError::Replication(why.clone())));
+        }
     }
 
     /// Reports each job's result: `results` has one per entry.
