@@ -259,10 +259,8 @@ struct Inner {
 struct Replicated {
     slot: ReplicatorSlot,
     apply: Mutex<Vec<u8>>,
-    /// The leader's writer's computed version of the batch being committed.
+    /// The leader's writer's computed versions of its batches in flight.
     prepared: Arc<Mutex<consensus::PreparedChain>>,
-    /// Batches published from the writer's computed version instead of replayed.
-    from_writer: std::sync::atomic::AtomicU64,
 }
 
 /// The in-memory directory database. Cheap to clone (a reference).
@@ -400,7 +398,6 @@ impl Store {
             slot: ReplicatorSlot::default(),
             apply: Mutex::new(Vec::new()),
             prepared: Arc::default(),
-            from_writer: std::sync::atomic::AtomicU64::new(0),
         });
         let writer = {
             let cell = Arc::clone(&cell);
@@ -661,7 +658,7 @@ impl Store {
         self.inner
             .replicated
             .as_ref()
-            .map_or(0, |r| r.from_writer.load(std::sync::atomic::Ordering::Relaxed))
+            .map_or(0, |r| consensus::writer::lock(&r.prepared).taken_total)
     }
 
     /// In a cluster: applies committed entries of the replicated log, each with its LSN,
@@ -691,18 +688,13 @@ impl Store {
             &mut scratch,
             &mut changes,
         );
-        let from_writer = prepared.taken_total - taken;
         if done.is_err() {
             // Nothing of the call is published: what the chain says was taken is not.
             prepared.taken = None;
+            prepared.taken_total = taken;
         }
         drop(prepared);
         let done = done?;
-        if from_writer > 0 {
-            replicated
-                .from_writer
-                .fetch_add(from_writer, std::sync::atomic::Ordering::Relaxed);
-        }
         if next.lsn != current.lsn {
             self.inner.cell.publish(Arc::new(next));
             self.inner.feed.deliver_committed(changes.unwrap_or_default());

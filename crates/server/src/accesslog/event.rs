@@ -18,8 +18,8 @@
 //!      fixed fields first, in one block: see `OP_FIXED`)
 //! ```
 //!
-//! The times of a record (`time`, `received`, `finished`) are monotonic nanoseconds since
-//! the log started, so that no request reads the wall clock; the writer maps them to the
+//! The times of a record (`time`, `received`, `finished`) are monotonic nanoseconds
+//! ([`crate::clock::Mono`]), so that no request reads the wall clock; the writer maps them to the
 //! wall clock ([`Event::map_times`]) just before formatting.
 //!
 //! A record is written whole or not at all (a buffer that is full drops it and counts the

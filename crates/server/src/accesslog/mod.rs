@@ -67,7 +67,6 @@ pub struct AccessLog {
     buffers: Arc<Buffers>,
     shared: Arc<Shared>,
     level: Level,
-    epoch: Mono,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -96,14 +95,12 @@ impl AccessLog {
         let file = LogFile::open(storage, path, rotation)?;
         let buffers = Buffers::new();
         let shared = Arc::new(Shared::default());
-        let epoch = Mono::now();
         let writer = Writer {
             buffers: buffers.clone(),
             shared: shared.clone(),
             file,
             format: settings.format,
             level: settings.level.into(),
-            epoch,
             started: wall(SystemTime::now()) / 1_000_000_000,
         };
         let thread = std::thread::Builder::new()
@@ -113,7 +110,6 @@ impl AccessLog {
             buffers,
             shared,
             level: settings.level.into(),
-            epoch,
             thread: Mutex::new(Some(thread)),
         }))
     }
@@ -145,10 +141,6 @@ impl AccessLog {
             write_errors: s.write_errors.load(Ordering::Relaxed),
         }
     }
-
-    fn mono(&self, t: Mono) -> u64 {
-        t.nanos_since(self.epoch)
-    }
 }
 
 impl Drop for AccessLog {
@@ -173,7 +165,7 @@ impl Observer for AccessLog {
             }
             _ => String::new(),
         };
-        let finished = self.mono(o.times.finished);
+        let finished = o.times.finished.as_nanos();
         let waited = o.times.wait_nanos();
         let worked = o.times.work_nanos();
         let op = event::Op {
@@ -212,7 +204,7 @@ impl Observer for AccessLog {
     }
 
     fn connection(&self, e: &ConnectionEvent<'_>) {
-        let time = self.mono(Mono::now());
+        let time = Mono::now().as_nanos();
         let event = match *e {
             ConnectionEvent::Accepted {
                 conn,

@@ -61,8 +61,6 @@ pub(crate) struct Writer {
     pub file: LogFile,
     pub format: AccessLogFormat,
     pub level: Level,
-    /// The log's monotonic origin (record stamps are nanoseconds since it).
-    pub epoch: Mono,
     /// The Unix second the log started (the first half of a JSON line's `key`).
     pub started: u64,
 }
@@ -113,7 +111,7 @@ impl Writer {
                 }
             }
             // Step 2.
-            let cutoff = Mono::now().nanos_since(self.epoch);
+            let cutoff = Mono::now().as_nanos();
             let closing = closing || self.buffers.is_closed();
             let slots = self.buffers.slots();
             bufs.resize_with(slots.len() + 1, Vec::new);
@@ -139,7 +137,7 @@ impl Writer {
             }
             order.sort_by_key(|(mono, _, _, _)| *mono);
             // Step 4. Record times are monotonic: mapped to the wall clock as it is now.
-            let anchor_mono = Mono::now().nanos_since(self.epoch);
+            let anchor_mono = Mono::now().as_nanos();
             let anchor_wall = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64);

@@ -114,11 +114,14 @@ impl Tally<'_> {
         self.slot.add(i, 1);
     }
 
-    /// What an operation sent: `sent`'s entries, references and octets. Its final
-    /// response, when it had one, is counted by [`Tally::result`]; the messages sent are
-    /// the sum of the three ([`Totals::pdus`]).
+    /// What an operation sent: its final response's result code, when it had one, and
+    /// `sent`'s entries, references and octets. The messages sent are the responses,
+    /// entries and references counted ([`Totals::pdus`]).
     #[inline]
-    pub fn sent(&self, sent: &Sent) {
+    pub fn answered(&self, code: Option<u32>, sent: &Sent) {
+        if let Some(code) = code {
+            self.result(code);
+        }
         if sent.entries != 0 {
             self.slot.add(at::ENTRIES, u64::from(sent.entries));
         }
@@ -479,7 +482,7 @@ mod tests {
                                 references: 0,
                                 bytes: 100,
                             };
-                            t.sent(&sent);
+                            t.answered(None, &sent);
                         });
                     }
                 })

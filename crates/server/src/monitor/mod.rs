@@ -104,13 +104,10 @@ impl Observer for Monitor {
             _ => return self.unusual_operation(o),
         };
         let nanos = o.times.total_nanos();
-        let code = o.reply.filter(|_| o.response_tag != 0).map(|r| r.code.0);
+        let code = response_code(o);
         self.counters.count(|t| {
             t.completed(kind, nanos);
-            if let Some(code) = code {
-                t.result(code);
-            }
-            t.sent(&o.sent);
+            t.answered(code, &o.sent);
             if let Some(method) = o.bind_method {
                 t.bind(method, code == Some(ResultCode::SUCCESS.0));
             }
@@ -155,15 +152,17 @@ impl Monitor {
     #[cold]
     #[inline(never)]
     fn unusual_operation(&self, o: &Outcome<'_>) {
-        let code = o.reply.filter(|_| o.response_tag != 0).map(|r| r.code.0);
         self.counters.count(|t| {
             if o.undecodable {
                 t.undecodable();
             }
-            if let Some(code) = code {
-                t.result(code);
-            }
-            t.sent(&o.sent);
+            t.answered(response_code(o), &o.sent);
         });
     }
+}
+
+/// The result code of the response `o` sent, if it sent one.
+#[inline]
+fn response_code(o: &Outcome<'_>) -> Option<u32> {
+    o.reply.filter(|_| o.response_tag != 0).map(|r| r.code.0)
 }

@@ -56,11 +56,7 @@ impl<'a> Ending<'a> {
         Ending {
             response_tag,
             reply: Some(reply),
-            sent: Sent::default(),
-            notes: SearchNotes::default(),
-            target_op: -1,
-            undecodable: false,
-            bind_method: None,
+            ..Ending::silent()
         }
     }
 

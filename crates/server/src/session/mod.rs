@@ -308,8 +308,7 @@ pub async fn serve(
             _ = &mut idle, if idle_timeout.is_some() => {
                 let t = idle_timeout.unwrap_or_default();
                 let now = Mono::now();
-                let quiet = now.since(last_read);
-                if quiet >= t {
+                if now.since(last_read) >= t {
                     if session.inflight.is_empty() {
                         reason = CloseReason::Idle;
                         break;

@@ -117,7 +117,10 @@ pub(crate) fn run(
             // nothing to change) hold only once those are applied: the settler gives them
             // in turn.
             run.entries.clear();
-            flight.send(&to_settler, InFlight::of(Vec::new(), run, true));
+            flight.send(
+                &to_settler,
+                InFlight::new(Vec::new(), run, true, 0, Instant::now()),
+            );
             flight.ahead = Some(Start {
                 leadership,
                 base: None,
@@ -153,12 +156,7 @@ pub(crate) fn run(
             .map(|entry| replicator.propose(entry))
             .collect::<Vec<_>>();
         let proposed = proposals.iter().all(Result::is_ok);
-        let in_flight = InFlight {
-            records,
-            handed,
-            ..InFlight::of(proposals, run, ahead)
-        };
-        flight.send(&to_settler, in_flight);
+        flight.send(&to_settler, InFlight::new(proposals, run, ahead, records, handed));
         flight.ahead = proposed.then_some(Start {
             leadership,
             base: None,
@@ -304,14 +302,21 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn of(proposals: Vec<Result<Box<dyn Proposal>, ReplicateError>>, run: Run, ahead: bool) -> InFlight {
+    /// `run`, its `records` handed to the cluster at `handed` as `proposals`.
+    fn new(
+        proposals: Vec<Result<Box<dyn Proposal>, ReplicateError>>,
+        run: Run,
+        ahead: bool,
+        records: u64,
+        handed: Instant,
+    ) -> InFlight {
         InFlight {
             jobs_count: run.finishers.len() as u64,
             proposals,
             run,
             ahead,
-            records: 0,
-            handed: Instant::now(),
+            records,
+            handed,
         }
     }
 }
