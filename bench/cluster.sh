@@ -76,6 +76,8 @@ start() { # name extra-toml
 say "generating $entries entries"
 "$bin" gen -n "$entries" -o "$work/gen" --seed 1 >&2
 read -r single_pid single_url < <(start single "$extra")
+# `start` ran in a subshell there: its PID list is not this shell's.
+pids+=("$single_pid")
 declare -A raft ldap_port node_pid node_url
 members=
 for i in 1 2 3; do raft[$i]=$(free_port); done

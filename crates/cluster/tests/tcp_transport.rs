@@ -304,6 +304,47 @@ async fn a_peer_sending_garbage_is_disconnected_and_the_node_serves_on() {
     c.stop().await;
 }
 
+/// Reads one reply frame from `stream`: its request ID and whether it is a vote's answer.
+async fn read_reply(stream: &mut TcpStream) -> (u64, bool) {
+    let mut prefix = [0; 4];
+    stream.read_exact(&mut prefix).await.unwrap();
+    let mut body = vec![0; frame_len(prefix).unwrap()];
+    stream.read_exact(&mut body).await.unwrap();
+    let (id, reply) = decode_frame_body(&body).unwrap();
+    (id, matches!(reply, Message::VoteResponse(_)))
+}
+
+/// Connections read through a buffer: requests that arrive together, or an octet at a
+/// time, are each answered, in order, and nothing of the next one is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_arriving_together_or_an_octet_at_a_time_are_each_answered() {
+    let c = TcpCluster::start(plain(1)).await;
+    let addr = c.addresses[&1].clone();
+    c.cluster.leader(Duration::from_secs(10)).await;
+    let vote = |id| {
+        let request = Message::VoteRequest(VoteRequest::new(Vote::new(0, 99), None));
+        encode_frame(id, &request).unwrap()
+    };
+
+    let mut together = TcpStream::connect(&addr).await.unwrap();
+    let three: Vec<u8> = [vote(1), vote(2), vote(3)].concat();
+    together.write_all(&three).await.unwrap();
+    for id in 1..=3 {
+        assert_eq!(read_reply(&mut together).await, (id, true));
+    }
+
+    let mut trickle = TcpStream::connect(&addr).await.unwrap();
+    trickle.set_nodelay(true).unwrap();
+    for octet in vote(7).iter().chain(vote(8).iter()) {
+        trickle.write_all(&[*octet]).await.unwrap();
+        trickle.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(read_reply(&mut trickle).await, (7, true));
+    assert_eq!(read_reply(&mut trickle).await, (8, true));
+    c.stop().await;
+}
+
 /// What a scripted peer does with the one request of a connection it accepts.
 #[derive(Clone, Copy, Debug)]
 enum Peer {

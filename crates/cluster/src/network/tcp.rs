@@ -35,7 +35,7 @@ use openraft::raft::{
 };
 use openraft::Raft;
 use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
@@ -69,12 +69,28 @@ pub enum Security {
     },
 }
 
+/// Octets a connection reads from its socket at a time. A frame and the next one's length
+/// usually arrive in one read; unbuffered, a frame cost a `recvfrom` for its length and
+/// one per doubling of its body (about 13 per append on a follower, measured with `perf
+/// stat`).
+const READ_BUFFER_OCTETS: usize = 64 * 1024;
+
+/// The most octets of a frame's body allocated before they arrive: a frame up to this size
+/// is read into one allocation, a larger one grows as it comes (so a peer announcing a
+/// large frame and sending nothing costs no more than this).
+const BODY_PREALLOC_OCTETS: usize = 64 * 1024;
+
 /// A connection, plain or TLS, either side.
 trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin {}
 
 impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin> Stream for T {}
 
-type BoxedStream = Box<dyn Stream>;
+/// A connection with its read buffer (writes pass straight through).
+type BoxedStream = BufReader<Box<dyn Stream>>;
+
+fn buffered(stream: Box<dyn Stream>) -> BoxedStream {
+    BufReader::with_capacity(READ_BUFFER_OCTETS, stream)
+}
 
 /// Writes one encoded frame and flushes it (TLS holds data until then).
 async fn write_frame(stream: &mut BoxedStream, frame: &[u8]) -> io::Result<()> {
@@ -83,12 +99,13 @@ async fn write_frame(stream: &mut BoxedStream, frame: &[u8]) -> io::Result<()> {
 }
 
 /// Reads one frame. A malformed one is an error of kind `InvalidData`. The body is read
-/// as it arrives, so a peer announcing a large frame and sending nothing costs nothing.
+/// as it arrives, so a peer announcing a large frame and sending nothing costs at most
+/// [`BODY_PREALLOC_OCTETS`].
 async fn read_frame(stream: &mut BoxedStream) -> io::Result<(u64, Message)> {
     let mut prefix = [0; LENGTH_OCTETS];
     stream.read_exact(&mut prefix).await?;
     let len = frame_len(prefix).map_err(invalid_data)?;
-    let mut body = Vec::new();
+    let mut body = Vec::with_capacity(len.min(BODY_PREALLOC_OCTETS));
     (&mut *stream).take(len as u64).read_to_end(&mut body).await?;
     if body.len() < len {
         return Err(io::Error::new(
@@ -213,11 +230,11 @@ impl TcpConnection {
         let tcp = TcpStream::connect(addr).await?;
         tcp.set_nodelay(true)?;
         let Some(config) = &self.tls else {
-            return Ok(Box::new(tcp));
+            return Ok(buffered(Box::new(tcp)));
         };
         let name = server_name(addr)?;
         let tls = TlsConnector::from(Arc::clone(config)).connect(name, tcp).await?;
-        Ok(Box::new(tls))
+        Ok(buffered(Box::new(tls)))
     }
 
     fn unreachable<E: Error>(&self, e: &io::Error) -> CallError<E> {
@@ -481,7 +498,7 @@ async fn serve_connection(
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
     }
-    let stream: BoxedStream = match acceptor {
+    let stream: Box<dyn Stream> = match acceptor {
         None => Box::new(tcp),
         Some(acceptor) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
             Ok(Ok(tls)) => Box::new(tls),
@@ -495,7 +512,7 @@ async fn serve_connection(
             }
         },
     };
-    answer_requests(stream, peer, &raft, idle_timeout).await;
+    answer_requests(buffered(stream), peer, &raft, idle_timeout).await;
 }
 
 /// Reads requests and writes their replies until the peer closes the connection,

@@ -180,23 +180,49 @@ impl StoredEntry {
     /// Builds the stored form from an attribute list in BER (`PartialAttribute` TLVs back to
     /// back, as an AddRequest or the write-ahead log carries it), resolving each description
     /// against the schema. An attribute listed twice has its values merged.
+    ///
+    /// The values are copied once, from `ber` into the result: every follower replays each
+    /// change through here, and a copy per value (then a second into the stored form) was
+    /// most of its allocations.
     pub fn from_attributes_ber(ber: &[u8], schema: &Schema) -> Result<StoredEntry, ModelError> {
         let list: SeqOf<'_, PartialAttribute<'_>> =
             SeqOf::decode_contents(ber).map_err(|e| ModelError::ProtocolError(e.to_string()))?;
-        let mut attrs: Vec<Attribute> = Vec::new();
+        let mut listed: Vec<(AttributeTypeId, Options, SeqOf<'_, &[u8]>)> = Vec::new();
         for a in list.iter() {
             let (ty, options) = super::resolve_description(a.description, schema)?;
-            let values = a.values.iter().map(<[u8]>::to_vec);
-            match attrs.iter_mut().find(|x| x.ty == ty && x.options == options) {
-                Some(x) => x.values.extend(values),
-                None => attrs.push(Attribute {
-                    ty,
-                    options,
-                    values: values.collect(),
-                }),
-            }
+            listed.push((ty, options, a.values));
         }
-        Ok(StoredEntry::build(&attrs))
+        // Stable: the attributes of one description keep their listed order, and so do
+        // their merged values.
+        listed.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+        let mut out = Vec::with_capacity(ber.len());
+        let mut run = Vec::new();
+        let mut rest = &listed[..];
+        while let Some((ty, options, _)) = rest.first() {
+            let same = rest
+                .iter()
+                .take_while(|(t, o, _)| t == ty && o == options)
+                .count();
+            let (one, after) = rest.split_at(same);
+            rest = after;
+            run.clear();
+            for v in one.iter().flat_map(|(_, _, values)| values.iter()) {
+                run.push(tag::OCTET_STRING);
+                push_length(&mut run, v.len());
+                run.extend_from_slice(v);
+            }
+            if run.is_empty() {
+                continue;
+            }
+            push_varint(&mut out, u64::from(ty.0));
+            push_varint(&mut out, options.as_str().len() as u64);
+            out.extend_from_slice(options.as_str().as_bytes());
+            push_varint(&mut out, run.len() as u64);
+            out.extend_from_slice(&run);
+        }
+        Ok(StoredEntry {
+            bytes: out.into_boxed_slice(),
+        })
     }
 
     /// The borrowed view.
