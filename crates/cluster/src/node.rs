@@ -15,6 +15,7 @@ use larch_store::consensus::{Applied, Leadership, Proposal, ReplicateError, Repl
 use larch_store::wal::Lsn;
 use larch_store::Store;
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::metrics::RaftServerMetrics;
 use openraft::network::RaftNetworkFactory;
 use openraft::{Config, Raft, RaftMetrics, ServerState, SnapshotPolicy};
 use tokio::runtime::Handle;
@@ -341,16 +342,25 @@ impl Proposer {
 
 impl Replicator for Proposer {
     fn ready(&self) -> Result<Leadership, ReplicateError> {
-        let metrics = self.raft.metrics().borrow().clone();
-        if metrics.state != ServerState::Leader || metrics.current_leader != Some(self.id) {
-            return Err(not_leader(&metrics));
-        }
-        let leadership = Leadership {
-            term: metrics.current_term,
-            node: self.id,
+        // Read in place: the metrics hold the membership and every follower's progress,
+        // which a clone per batch would copy.
+        let (leadership, last, applied) = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            if metrics.state != ServerState::Leader || metrics.current_leader != Some(self.id) {
+                return Err(not_leader(&metrics));
+            }
+            let leadership = Leadership {
+                term: metrics.current_term,
+                node: self.id,
+            };
+            (
+                leadership,
+                metrics.last_log_index,
+                metrics.last_applied.map(|l| l.index),
+            )
         };
-        let last = metrics.last_log_index;
-        if metrics.last_applied.map(|l| l.index) >= last {
+        if applied >= last {
             return Ok(self.starting_to_lead(leadership));
         }
         // A new leader applies the entries of earlier terms once its blank entry commits.
@@ -371,10 +381,10 @@ impl Replicator for Proposer {
             .map_err(|fatal| ReplicateError::Unavailable(fatal.to_string()))?;
         let (raft, id, timeout) = (self.raft.clone(), self.id, self.timeout);
         let answer = async move {
-            let mut metrics = raft.metrics();
+            let mut server = raft.server_metrics();
             let answer = tokio::select! {
                 answer = tokio::time::timeout(timeout, rx) => answer,
-                () = lost_leadership(&mut metrics, id) => {
+                () = lost_leadership(&mut server, id) => {
                     return Err(ReplicateError::Unavailable(
                         "this node stopped leading before the write was committed".into(),
                     ));
@@ -429,9 +439,11 @@ fn not_leader(metrics: &RaftMetrics<NodeId, Member>) -> ReplicateError {
 }
 
 /// Returns once node `me` no longer leads, or its engine stopped: a write it proposed
-/// may then never be answered.
+/// may then never be answered. It watches the server's metrics, which change with its
+/// role, leader, vote or membership only: the whole metrics change at every step of every
+/// write, and woke the thread waiting for a proposal each time (several times a batch).
 async fn lost_leadership(
-    metrics: &mut tokio::sync::watch::Receiver<RaftMetrics<NodeId, Member>>,
+    metrics: &mut tokio::sync::watch::Receiver<RaftServerMetrics<NodeId, Member>>,
     me: NodeId,
 ) {
     loop {
