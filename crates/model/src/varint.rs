@@ -13,6 +13,15 @@ pub fn push(out: &mut Vec<u8>, mut v: u64) {
 /// Reads a varint of at most `max_octets` octets at `*pos`, advancing it; `None` when the
 /// input ends first or the varint is longer.
 pub fn read(bytes: &[u8], pos: &mut usize, max_octets: usize) -> Option<u64> {
+    // One octet first: nearly every type ID and length of a stored entry is below 128,
+    // and a stored entry's reader takes three varints per attribute.
+    match bytes.get(*pos) {
+        Some(&b) if b < 0x80 && max_octets > 0 => {
+            *pos += 1;
+            return Some(u64::from(b));
+        }
+        _ => {}
+    }
     let mut v = 0u64;
     for i in 0..max_octets.min(10) {
         let b = *bytes.get(*pos)?;
@@ -42,5 +51,11 @@ mod tests {
         assert_eq!(read(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01], &mut pos, 5), None);
         let mut pos = 0;
         assert_eq!(read(&[0x80], &mut pos, 5), None);
+        let mut pos = 0;
+        assert_eq!(read(&[0x05], &mut pos, 0), None);
+        let mut pos = 1;
+        assert_eq!(read(&[0x85, 0x05], &mut pos, 1), Some(5));
+        assert_eq!(pos, 2);
+        assert_eq!(read(&[0x85, 0x05], &mut pos, 1), None);
     }
 }

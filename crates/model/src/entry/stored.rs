@@ -368,7 +368,31 @@ impl<'a> StoredRef<'a> {
 }
 
 /// Reads one attribute at `pos`; returns it and the offset after it.
-fn read_attribute(bytes: &[u8], mut pos: usize) -> Option<(StoredAttribute<'_>, usize)> {
+fn read_attribute(bytes: &[u8], pos: usize) -> Option<(StoredAttribute<'_>, usize)> {
+    // Most attributes have a type ID below 128, no options and values taking fewer than
+    // 128 octets: three one-octet varints. Every read of an entry (a search result, a
+    // filter, the audit log's diff) walks its attributes, so that shape is read first.
+    if let Some(&[ty, 0, run]) = bytes.get(pos..pos + 3) {
+        if ty < 0x80 && run < 0x80 {
+            let start = pos + 3;
+            let end = start + usize::from(run);
+            let values_ber = bytes.get(start..end)?;
+            return Some((
+                StoredAttribute {
+                    ty: AttributeTypeId(u32::from(ty)),
+                    options: "",
+                    values: SeqOf::from_trusted_ber(values_ber),
+                    values_ber,
+                },
+                end,
+            ));
+        }
+    }
+    read_attribute_any(bytes, pos)
+}
+
+/// [`read_attribute`] for any shape.
+fn read_attribute_any(bytes: &[u8], mut pos: usize) -> Option<(StoredAttribute<'_>, usize)> {
     let ty = u32::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
     let options_len = usize::try_from(read_varint(bytes, &mut pos, 5)?).ok()?;
     // Nearly every attribute has no options: no UTF-8 check for those.
@@ -436,6 +460,50 @@ mod tests {
             let mut out = Vec::new();
             push_length(&mut out, len);
             assert_eq!(out.len(), octets, "{len}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    /// Every attribute read the short way is what the general reader reads, whatever the
+    /// shape: type IDs on both sides of 128, options or none, value runs on both sides of
+    /// 128 octets, and octets cut short anywhere.
+    #[test]
+    fn the_common_shape_reads_as_any_shape_does() {
+        let mut attrs = Vec::new();
+        for (i, ty) in [0u32, 5, 127, 128, 300].into_iter().enumerate() {
+            for options in ["", ";x-a"] {
+                for len in [0usize, 1, 120, 125, 126, 200] {
+                    if len == 0 && i % 2 == 0 {
+                        continue;
+                    }
+                    attrs.push(Attribute {
+                        ty: AttributeTypeId(ty),
+                        options: super::super::split_description(format!("cn{options}").as_bytes())
+                            .unwrap()
+                            .1,
+                        values: vec![vec![b'v'; len.max(1)], vec![b'w'; len / 2]],
+                    });
+                }
+            }
+        }
+        let entry = StoredEntry::build(&attrs);
+        let bytes = entry.as_bytes();
+        for cut in 0..=bytes.len() {
+            let bytes = &bytes[..cut];
+            let mut pos = 0;
+            while let Some((general, next)) = read_attribute_any(bytes, pos) {
+                let (short, short_next) = read_attribute(bytes, pos).expect("read the short way");
+                assert_eq!(
+                    (short.ty, short.options, short.values_ber, short_next),
+                    (general.ty, general.options, general.values_ber, next)
+                );
+                pos = next;
+            }
+            assert!(read_attribute(bytes, pos).is_none(), "cut at {cut}, pos {pos}");
         }
     }
 }

@@ -56,6 +56,12 @@ fn same_values(a: &StoredAttribute<'_>, b: &StoredAttribute<'_>) -> bool {
     if a.values_ber == b.values_ber {
         return true;
     }
+    // Different octets: the same values only if there are as many, and more than one (a
+    // changed single value, the usual case, needs no sort).
+    let count = a.values.iter().count();
+    if count < 2 || count != b.values.iter().count() {
+        return false;
+    }
     let mut x: Vec<&[u8]> = a.values.iter().collect();
     let mut y: Vec<&[u8]> = b.values.iter().collect();
     x.sort_unstable();
@@ -88,6 +94,16 @@ fn order(x: &StoredAttribute<'_>, y: &StoredAttribute<'_>) -> std::cmp::Ordering
 /// Every attribute whose values differ between `before` and `after` (both are sorted by
 /// type and options, so this is one merge of the two lists).
 pub(crate) fn differences<'a>(before: StoredRef<'a>, after: StoredRef<'a>) -> Vec<Difference<'a>> {
+    differences_seeing(before, after, |_| {})
+}
+
+/// [`differences`], showing `see` every attribute of `after` in stored order as the merge
+/// passes it: what else a record needs of `after` is then found in the same walk.
+pub(crate) fn differences_seeing<'a>(
+    before: StoredRef<'a>,
+    after: StoredRef<'a>,
+    mut see: impl FnMut(&StoredAttribute<'a>),
+) -> Vec<Difference<'a>> {
     let mut out = Vec::new();
     let mut b = before.attributes().peekable();
     let mut a = after.attributes().peekable();
@@ -100,9 +116,15 @@ pub(crate) fn differences<'a>(before: StoredRef<'a>, after: StoredRef<'a>) -> Ve
         };
         match order {
             std::cmp::Ordering::Less => out.extend(b.next().map(Difference::Gone)),
-            std::cmp::Ordering::Greater => out.extend(a.next().map(Difference::Set)),
+            std::cmp::Ordering::Greater => {
+                if let Some(y) = a.next() {
+                    see(&y);
+                    out.push(Difference::Set(y));
+                }
+            }
             std::cmp::Ordering::Equal => {
                 if let (Some(x), Some(y)) = (b.next(), a.next()) {
+                    see(&y);
                     if !same_values(&x, &y) {
                         out.push(Difference::Set(y));
                     }

@@ -13,7 +13,7 @@ use larch_model::schema::{AttributeTypeId, Schema};
 use larch_store::wal::Lsn;
 
 use super::attrs::{self, Difference};
-use super::record::Formatter;
+use super::record::{Formatter, Stamps};
 use super::text::{self, Lines};
 
 /// What the direct path needs to know of an attribute type, found once per type when the
@@ -28,6 +28,20 @@ pub(super) struct TypeFacts {
     valid_name: bool,
     /// The name is one LDIF reserves (`dn`, `control`, `changetype`).
     reserved: bool,
+    /// The header stamp the type gives a value for, if any.
+    stamp: Option<Stamp>,
+    /// Shown in the header (never repeated as a comment): `Stamps::in_header`.
+    in_header: bool,
+}
+
+/// The attributes a record's header takes a value from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    Csn,
+    Modifiers,
+    Creators,
+    Modified,
+    Created,
 }
 
 /// A type the schema does not define: writable (as `attrs::is_writable` says), and left
@@ -37,10 +51,24 @@ const UNKNOWN: TypeFacts = TypeFacts {
     writable: true,
     valid_name: false,
     reserved: false,
+    stamp: None,
+    in_header: false,
 };
 
 /// The facts of every type of `schema`, by the types' index.
-pub(super) fn type_facts(schema: &Schema) -> Vec<TypeFacts> {
+pub(super) fn type_facts(schema: &Schema, stamps: &Stamps) -> Vec<TypeFacts> {
+    let stamp_of = |ty| {
+        [
+            (stamps.csn, Stamp::Csn),
+            (stamps.modifiers, Stamp::Modifiers),
+            (stamps.creators, Stamp::Creators),
+            (stamps.modified, Stamp::Modified),
+            (stamps.created, Stamp::Created),
+        ]
+        .into_iter()
+        .find(|(t, _)| *t == Some(ty))
+        .map(|(_, s)| s)
+    };
     schema
         .attribute_types()
         .map(|t| TypeFacts {
@@ -48,8 +76,50 @@ pub(super) fn type_facts(schema: &Schema) -> Vec<TypeFacts> {
             writable: !t.no_user_modification,
             valid_name: text::is_attribute_description(t.name().as_bytes()),
             reserved: text::is_reserved_attribute(t.name()),
+            stamp: stamp_of(t.id),
+            in_header: stamps.in_header(t.id),
         })
         .collect()
+}
+
+/// The first value of each stamp's type (without options) in one entry
+/// (`attrs::first_value` of each, in one walk).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct StampValues<'a> {
+    csn: Option<&'a [u8]>,
+    modifiers: Option<&'a [u8]>,
+    creators: Option<&'a [u8]>,
+    modified: Option<&'a [u8]>,
+    created: Option<&'a [u8]>,
+}
+
+impl<'a> StampValues<'a> {
+    fn of(f: &Formatter, e: StoredRef<'a>) -> StampValues<'a> {
+        let mut v = StampValues::default();
+        for a in e.attributes() {
+            v.see(f.facts(a.ty), &a);
+        }
+        v
+    }
+
+    /// Takes `a`'s first value if it is a stamp's attribute (without options); `facts`
+    /// are its type's.
+    fn see(&mut self, facts: TypeFacts, a: &StoredAttribute<'a>) {
+        let Some(stamp) = facts.stamp else {
+            return;
+        };
+        if !a.options.is_empty() {
+            return;
+        }
+        let slot = match stamp {
+            Stamp::Csn => &mut self.csn,
+            Stamp::Modifiers => &mut self.modifiers,
+            Stamp::Creators => &mut self.creators,
+            Stamp::Modified => &mut self.modified,
+            Stamp::Created => &mut self.created,
+        };
+        *slot = a.values.iter().next();
+    }
 }
 
 /// `replace:` or `delete:`.
@@ -138,7 +208,17 @@ impl Formatter {
         before: StoredRef<'_>,
         after: StoredRef<'_>,
     ) -> bool {
-        let differences = attrs::differences(before, after);
+        // One walk over both states gives the differences, the header's stamps and the
+        // attributes that may become comments.
+        let mut stamps = StampValues::default();
+        let mut maintained = Vec::new();
+        let differences = attrs::differences_seeing(before, after, |a| {
+            let facts = self.facts(a.ty);
+            stamps.see(facts, a);
+            if !facts.writable && !facts.in_header {
+                maintained.push(*a);
+            }
+        });
         let writable_ok = differences.iter().all(|d| match d {
             Difference::Set(a) | Difference::Gone(a) => self.modify_body_ok(a),
         });
@@ -146,14 +226,14 @@ impl Formatter {
             return false;
         }
         let mut l = Lines::new(out);
-        self.header_direct(&mut l, lsn, after);
+        self.write_header(&mut l, lsn, &stamps);
         let uuid = self.stamps.uuid;
         let set = |ty| {
             differences
                 .iter()
                 .any(|d| matches!(d, Difference::Set(a) if a.ty == ty))
         };
-        self.comments_direct(&mut l, after, |ty| Some(ty) == uuid || set(ty));
+        self.write_comments(&mut l, maintained.into_iter(), |ty| Some(ty) == uuid || set(ty));
         l.value(&["dn"], dn.as_bytes());
         l.fixed(&["changetype: modify"]);
         for d in &differences {
@@ -233,28 +313,48 @@ impl Formatter {
         l.blank();
     }
 
-    /// `lsn`, `csn`, `modifiersName`, `time` (`record`'s header).
+    /// `lsn`, `csn`, `modifiersName`, `time` (`record`'s header), the values found in one
+    /// walk over `e`'s attributes (a lookup per stamp walked them up to five times, most
+    /// of the audit log's reading of attributes).
     fn header_direct(&self, l: &mut Lines<'_>, lsn: Lsn, e: StoredRef<'_>) {
-        let s = &self.stamps;
+        self.write_header(l, lsn, &StampValues::of(self, e));
+    }
+
+    /// The header from the stamps' values.
+    fn write_header(&self, l: &mut Lines<'_>, lsn: Lsn, v: &StampValues<'_>) {
         l.number_comment("lsn", lsn);
-        if let Some(v) = attrs::first_value(e, s.csn) {
+        if let Some(v) = v.csn {
             l.value(&["# csn"], v);
         }
-        if let Some(v) = attrs::first_value(e, s.modifiers).or_else(|| attrs::first_value(e, s.creators)) {
+        if let Some(v) = v.modifiers.or(v.creators) {
             l.value(&["# modifiersName"], v);
         }
-        if let Some(v) = attrs::first_value(e, s.modified).or_else(|| attrs::first_value(e, s.created)) {
+        if let Some(v) = v.modified.or(v.created) {
             l.value(&["# time"], v);
         }
+    }
+
+    /// True for a `NO-USER-MODIFICATION` type the header does not show: its attributes
+    /// are written as comments.
+    fn is_comment(&self, ty: AttributeTypeId) -> bool {
+        let f = self.facts(ty);
+        !f.writable && !f.in_header
     }
 
     /// The `NO-USER-MODIFICATION` attributes of `e` that `pick` selects, other than the
     /// header's, as comments.
     fn comments_direct(&self, l: &mut Lines<'_>, e: StoredRef<'_>, pick: impl Fn(AttributeTypeId) -> bool) {
-        for a in e.attributes() {
-            if self.writable(a.ty) || self.stamps.in_header(a.ty) || !pick(a.ty) {
-                continue;
-            }
+        self.write_comments(l, e.attributes().filter(|a| self.is_comment(a.ty)), pick);
+    }
+
+    /// Those of `maintained` (comment attributes, in stored order) that `pick` selects.
+    fn write_comments<'a>(
+        &self,
+        l: &mut Lines<'_>,
+        maintained: impl Iterator<Item = StoredAttribute<'a>>,
+        pick: impl Fn(AttributeTypeId) -> bool,
+    ) {
+        for a in maintained.filter(|a| pick(a.ty)) {
             let name = self.name(a.ty);
             for v in a.values.iter() {
                 l.value(&["# ", name, a.options], v);
@@ -376,6 +476,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_stamps_found_in_one_walk_are_each_stamps_first_value() {
+        let schema = Arc::new(Schema::builtin().unwrap());
+        let f = Formatter::new(Arc::clone(&schema));
+        let partial = entry(
+            &schema,
+            &[
+                ("cn", text(&["a"])),
+                ("creatorsName", text(&["cn=first", "cn=second"])),
+                ("createTimestamp;x-other", text(&["19700101000000Z"])),
+                ("createTimestamp", text(&["20250301101500Z"])),
+                ("entryCSN;x-other", text(&["not this one"])),
+            ],
+        );
+        let entries = [
+            person(&schema, 1, true),
+            person(&schema, 2, false),
+            partial,
+            StoredEntry::default(),
+        ];
+        for e in &entries {
+            let e = e.as_ref();
+            let s = &f.stamps;
+            let one_by_one = StampValues {
+                csn: attrs::first_value(e, s.csn),
+                modifiers: attrs::first_value(e, s.modifiers),
+                creators: attrs::first_value(e, s.creators),
+                modified: attrs::first_value(e, s.modified),
+                created: attrs::first_value(e, s.created),
+            };
+            assert_eq!(StampValues::of(&f, e), one_by_one);
+        }
+        let v = StampValues::of(&f, entries[2].as_ref());
+        assert_eq!(v.creators, Some(&b"cn=first"[..]));
+        assert_eq!(v.created, Some(&b"20250301101500Z"[..]));
+        assert_eq!((v.csn, v.modifiers, v.modified), (None, None, None));
     }
 
     #[test]

@@ -111,7 +111,7 @@ impl Formatter {
             created: id("createTimestamp"),
             uuid: id("entryUUID"),
         };
-        let facts = direct::type_facts(&schema);
+        let facts = direct::type_facts(&schema, &stamps);
         Formatter {
             schema,
             stamps,
