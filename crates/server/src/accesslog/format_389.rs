@@ -56,6 +56,7 @@ use larch_proto::{
 
 use super::event::{Close, Connect, Event, Op, Refused, Tls, WallNanos};
 use super::level::Level;
+use super::request;
 use super::time::{push_i64, push_u64, write_duration, TimeCache};
 
 /// Appends the line or lines of `event` to `out`, each ending in `\n`.
@@ -118,7 +119,7 @@ fn write_close(out: &mut Vec<u8>, c: &Close, clock: &mut TimeCache) {
 }
 
 fn write_op(out: &mut Vec<u8>, op: &Op<'_>, level: Level, clock: &mut TimeCache) {
-    let request = decode_request(op);
+    let request = request::decode(op);
     let abandon = request.as_ref().and_then(|msg| match msg.op {
         ProtocolOp::AbandonRequest(a) => Some((msg, a)),
         _ => None,
@@ -131,15 +132,6 @@ fn write_op(out: &mut Vec<u8>, op: &Op<'_>, level: Level, clock: &mut TimeCache)
     if op.response_tag != 0 {
         write_result(out, op, level, clock);
     }
-}
-
-/// The request of `op`, when it has one that decodes. The request path decoded these
-/// octets already (else `undecodable`), so its filter is not validated a second time.
-pub(super) fn decode_request<'a>(op: &Op<'a>) -> Option<LdapMessage<'a>> {
-    if op.undecodable || op.request.is_empty() {
-        return None;
-    }
-    LdapMessage::decode_validated_before(op.request).ok()
 }
 
 fn write_request(

@@ -55,10 +55,11 @@ use larch_proto::{
 
 use super::event::{Close, Connect, Event, Op, Refused, Tls, WallNanos};
 use super::format_389::{
-    cipher_name, decode_request, extended_name, known_notes, modify_kind, proxied_authz_id, push_filter,
-    push_ip, SASL_BIND_IN_PROGRESS,
+    cipher_name, extended_name, known_notes, modify_kind, proxied_authz_id, push_filter, push_ip,
+    SASL_BIND_IN_PROGRESS,
 };
 use super::level::Level;
+use super::request;
 use super::time::{push_i64, push_u64, write_duration, TimeCache};
 
 /// Appends the JSON line or lines of `event` to `out`, each ending in `\n`. `started` is
@@ -122,7 +123,7 @@ impl Line<'_> {
     }
 
     fn op(&mut self, op: &Op<'_>, level: Level) {
-        let request = decode_request(op);
+        let request = request::decode(op);
         let abandon = request.as_ref().and_then(|msg| match msg.op {
             ProtocolOp::AbandonRequest(a) => Some((msg, a)),
             _ => None,
