@@ -22,9 +22,11 @@
 pub mod buffers;
 pub mod event;
 pub mod file;
+pub mod fixed;
 pub mod format_389;
 pub mod format_json;
 pub mod level;
+pub mod number;
 pub mod request;
 #[cfg(test)]
 mod test_events;
