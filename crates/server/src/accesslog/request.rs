@@ -13,7 +13,7 @@
 //! the skim may print a search whose attribute list or controls are malformed (as far as
 //! they read) where the full decode would refuse it. Neither panics.
 
-use larch_proto::ber::{tag, Reader};
+use larch_proto::ber::tag;
 use larch_proto::{
     op_tag, DerefAliases, Filter, LdapMessage, ProtocolOp, SearchRequest, SearchScope, SeqOf, CONTROLS_TAG,
 };
@@ -36,55 +36,105 @@ pub fn decode<'a>(op: &Op<'a>) -> Option<LdapMessage<'a>> {
 /// A search request's message read without validating again what its decoding on the
 /// request path validated; `None` when `pdu` is not a search request as expected.
 pub fn skim_search(pdu: &[u8]) -> Option<LdapMessage<'_>> {
-    const CTX: &str = "access log";
-    let mut outer = Reader::new(pdu);
-    let mut r = Reader::new(outer.read(tag::SEQUENCE, CTX).ok()?);
-    if !outer.is_empty() {
+    let (body, rest) = expect(pdu, tag::SEQUENCE)?;
+    if !rest.is_empty() {
         return None;
     }
-    let message_id = r
-        .read_integer_in(tag::INTEGER, 0, i64::from(i32::MAX), CTX)
-        .ok()? as i32;
-    let mut s = Reader::new(r.read(op_tag::SEARCH_REQUEST, CTX).ok()?);
-    let controls = r
-        .read_optional(CONTROLS_TAG, CTX)
-        .ok()?
-        .map(SeqOf::from_trusted_ber);
-    let base = s.read_octets(tag::OCTET_STRING, CTX).ok()?;
-    let scope = match s.read_integer(tag::ENUMERATED, CTX).ok()? {
+    let (id, r) = expect(body, tag::INTEGER)?;
+    let message_id = small_integer(id)? as i32;
+    let (s, r) = expect(r, op_tag::SEARCH_REQUEST)?;
+    let controls = match element(r) {
+        Some((CONTROLS_TAG, c, _)) => Some(SeqOf::from_trusted_ber(c)),
+        _ => None,
+    };
+    let (base, s) = expect(s, tag::OCTET_STRING)?;
+    let (scope, s) = expect(s, tag::ENUMERATED)?;
+    let scope = match small_integer(scope)? {
         0 => SearchScope::Base,
         1 => SearchScope::OneLevel,
         2 => SearchScope::Subtree,
         3 => SearchScope::Subordinate,
         _ => return None,
     };
-    let deref_aliases = match s.read_integer(tag::ENUMERATED, CTX).ok()? {
+    let (deref, s) = expect(s, tag::ENUMERATED)?;
+    let deref_aliases = match small_integer(deref)? {
         0 => DerefAliases::Never,
         1 => DerefAliases::InSearching,
         2 => DerefAliases::FindingBaseObject,
         3 => DerefAliases::Always,
         _ => return None,
     };
-    let max = i64::from(i32::MAX);
-    let size_limit = s.read_integer_in(tag::INTEGER, 0, max, CTX).ok()? as u32;
-    let time_limit = s.read_integer_in(tag::INTEGER, 0, max, CTX).ok()? as u32;
-    let types_only = s.read_bool(tag::BOOLEAN, CTX).ok()?;
-    let (_, _, filter) = s.read_any(CTX).ok()?;
-    let attributes = SeqOf::from_trusted_ber(s.read(tag::SEQUENCE, CTX).ok()?);
+    let (size_limit, s) = expect(s, tag::INTEGER)?;
+    let (time_limit, s) = expect(s, tag::INTEGER)?;
+    let (types_only, s) = expect(s, tag::BOOLEAN)?;
+    let types_only = match types_only {
+        [b] => *b != 0,
+        _ => return None,
+    };
+    let (_, _, after_filter) = element(s)?;
+    let filter = &s[..s.len() - after_filter.len()];
+    let (attributes, _) = expect(after_filter, tag::SEQUENCE)?;
     Some(LdapMessage {
         message_id,
         op: ProtocolOp::SearchRequest(SearchRequest {
             base,
             scope,
             deref_aliases,
-            size_limit,
-            time_limit,
+            size_limit: small_integer(size_limit)?,
+            time_limit: small_integer(time_limit)?,
             types_only,
             filter: Filter::from_validated_before(filter),
-            attributes,
+            attributes: SeqOf::from_trusted_ber(attributes),
         }),
         controls,
     })
+}
+
+/// The element at the front of `b`: its tag, its contents and the octets after it. `None`
+/// for a header this walk does not take (a tag number above 30, an indefinite length, a
+/// length of more than four octets) or contents cut short; the full decode then decides.
+/// Written here rather than with `larch_proto::ber::Reader`, whose errors say what failed
+/// and where: building them for nothing made the walk twice as long (callgrind).
+#[inline]
+fn element(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&t, rest) = b.split_first()?;
+    if t & 0x1f == 0x1f {
+        return None;
+    }
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 {
+            return None;
+        }
+        let (octets, rest) = rest.split_at_checked(n)?;
+        (octets.iter().fold(0usize, |l, &o| l << 8 | usize::from(o)), rest)
+    };
+    let (contents, rest) = rest.split_at_checked(len)?;
+    Some((t, contents, rest))
+}
+
+/// The contents of the element at the front of `b` and what follows, when it has tag `t`.
+#[inline]
+fn expect(b: &[u8], t: u8) -> Option<(&[u8], &[u8])> {
+    match element(b)? {
+        (found, contents, rest) if found == t => Some((contents, rest)),
+        _ => None,
+    }
+}
+
+/// INTEGER or ENUMERATED contents in `0..=i32::MAX` (what every integer of a search
+/// request must be) in at most four octets; `None` otherwise.
+#[inline]
+fn small_integer(c: &[u8]) -> Option<u32> {
+    match c {
+        [first, ..] if c.len() <= 4 && *first < 0x80 => {
+            Some(c.iter().fold(0u32, |v, &o| v << 8 | u32::from(o)))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -185,6 +235,39 @@ mod tests {
         undecodable.undecodable = true;
         assert_eq!(decode(&undecodable), None);
         assert_eq!(decode(&op(&[], 0)), None);
+    }
+
+    #[test]
+    fn elements_and_integers_read_as_the_decoder_reads_them() {
+        use larch_proto::ber::Reader;
+        let cases: [&[u8]; 8] = [
+            &[0x04, 0x00],
+            &[0x04, 0x02, b'a', b'b', 0xff],
+            &[0x04, 0x81, 0x01, b'x'],
+            &[0x30, 0x82, 0x00, 0x01, 0x05],
+            &[0x04, 0x84, 0x00, 0x00, 0x00, 0x00],
+            &[0x04, 0x03, b'a'],
+            &[0x04, 0x80, 0x00, 0x00],
+            &[0x1f, 0x01, 0x00],
+        ];
+        for b in cases {
+            let mut r = Reader::new(b);
+            let decoded = r.read_any("t").ok().map(|(t, c, _)| (t, c, r.remaining()));
+            assert_eq!(element(b), decoded, "{b:02x?}");
+        }
+        assert_eq!(element(&[0x04, 0x85, 0, 0, 0, 0, 0]), None);
+        for (c, v) in [
+            (&[0x00][..], Some(0)),
+            (&[0x05], Some(5)),
+            (&[0x00, 0x80], Some(128)),
+            (&[0x7f, 0xff, 0xff, 0xff], Some(i32::MAX as u32)),
+            (&[0x80], None),
+            (&[0xff, 0xff], None),
+            (&[], None),
+            (&[0x00, 0x00, 0x00, 0x00, 0x01], None),
+        ] {
+            assert_eq!(small_integer(c), v, "{c:02x?}");
+        }
     }
 
     /// Every octet of every search changed to a few values, and every cut: wherever the
