@@ -59,6 +59,7 @@ use super::event::{Close, Connect, Event, Op, Refused, Tls, WallNanos};
 use super::fixed::{Fixed, DURATION, I64, U64};
 use super::level::Level;
 use super::number::{push_i64, push_u64};
+use super::printable::printable_except;
 use super::request;
 use super::time::{TimeCache, TEXT_LEN};
 
@@ -224,7 +225,7 @@ fn push_search(out: &mut Vec<u8>, msg: &LdapMessage<'_>, s: &SearchRequest<'_>, 
     push_filter(
         out,
         &s.filter,
-        |b| b.is_ascii() && !Field::Quoted.escapes(b),
+        |text| printable_except(text, b"\""),
         |out, text| push_field(out, text, Field::Quoted),
     );
     out.push(b'"');
@@ -564,7 +565,12 @@ impl Field {
 /// Appends `s`, escaping what `field` requires as `\HH`.
 pub(super) fn push_field(out: &mut Vec<u8>, s: &[u8], field: Field) {
     // The common case, printable ASCII with nothing to escape, is one copy.
-    if s.iter().all(|&b| b.is_ascii() && !field.escapes(b)) {
+    let plain = match field {
+        Field::Quoted => printable_except(s, b"\""),
+        Field::Text => printable_except(s, b""),
+        Field::Name => s.iter().all(|&b| !field.escapes(b)),
+    };
+    if plain {
         out.extend_from_slice(s);
         return;
     }
@@ -591,18 +597,18 @@ fn push_hex_pair(out: &mut Vec<u8>, b: u8) {
 }
 
 /// Appends the RFC 4515 text of `filter` as a field: written once, straight into `out`,
-/// and left there when `plain` accepts every octet of it (the common case); otherwise
+/// and left there when `plain` accepts it whole (the common case); otherwise
 /// written again through `escape`, the format's field escaping, without allocating.
 pub(super) fn push_filter(
     out: &mut Vec<u8>,
     filter: &Filter<'_>,
-    plain: impl Fn(u8) -> bool,
+    plain: impl Fn(&[u8]) -> bool,
     escape: impl Fn(&mut Vec<u8>, &[u8]),
 ) {
     let start = out.len();
     filter.write_text(out);
     let end = out.len();
-    if out[start..].iter().all(|&b| plain(b)) {
+    if plain(&out[start..]) {
         return;
     }
     // Escaped after the text, a stack buffer at a time (no allocation per line), then the
@@ -649,7 +655,7 @@ mod tests {
         push_filter(
             &mut out,
             &f.as_filter(),
-            |b| b.is_ascii() && !Field::Quoted.escapes(b),
+            |text| printable_except(text, b"\""),
             |out, text| push_field(out, text, Field::Quoted),
         );
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));

@@ -61,6 +61,7 @@ use super::format_389::{
 };
 use super::level::Level;
 use super::number::{push_i64, push_u64};
+use super::printable::printable_except;
 use super::request;
 use super::time::{TimeCache, ISO_LEN};
 
@@ -537,15 +538,20 @@ fn oid_name(oid: &[u8]) -> &'static str {
         .map_or("Unknown", |(_, name)| name)
 }
 
-/// Appends `s` escaped for the inside of a JSON string, as json-c escapes; an octet that
-/// is not UTF-8 becomes the text `\HH`.
-/// Whether `push_text` writes `b` as it is.
-fn plain_text(b: u8) -> bool {
-    b >= 0x20 && b.is_ascii() && !matches!(b, b'"' | b'\\' | b'/')
+/// Whether `push_text` writes all of `s` as it is (it may also for some `s` refused
+/// here: DEL is written as it is).
+fn plain_text(s: &[u8]) -> bool {
+    printable_except(s, b"\"\\/")
 }
 
+/// Appends `s` escaped for the inside of a JSON string, as json-c escapes; an octet that
+/// is not UTF-8 becomes the text `\HH`.
 fn push_text(out: &mut Vec<u8>, s: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    if plain_text(s) {
+        out.extend_from_slice(s);
+        return;
+    }
     for chunk in s.utf8_chunks() {
         let valid = chunk.valid().as_bytes();
         let mut from = 0;

@@ -27,6 +27,7 @@ pub mod format_389;
 pub mod format_json;
 pub mod level;
 pub mod number;
+pub mod printable;
 pub mod request;
 #[cfg(test)]
 mod test_events;
