@@ -7,7 +7,7 @@
 //! forms of the parts a caller writes ([`U64`], [`I64`], [`DURATION`]), so no input can
 //! overflow it.
 
-use super::number::{decimal, MAX_DIGITS};
+use super::number::{digit_count, put_decimal, MAX_DIGITS};
 use super::time::{nanos_digits, NANOS_PER_SECOND};
 
 /// The widest `u64` in decimal.
@@ -49,11 +49,16 @@ impl<const N: usize> Fixed<N> {
     /// Appends `v` in decimal.
     #[inline]
     pub fn u64(&mut self, v: u64) -> &mut Self {
+        // Most numbers of a line are one digit (`err=0`, `nentries=1`, the seconds of a
+        // duration): a store. The others go straight into place: through a digit array they
+        // were a copy of a length known only here, a call to `memcpy`.
         if v < 10 {
             return self.text(&[b'0' + v as u8]);
         }
-        let (digits, at) = decimal(v);
-        self.text(&digits[at..])
+        let end = self.len + digit_count(v);
+        put_decimal(&mut self.buf[self.len..end], v);
+        self.len = end;
+        self
     }
 
     /// Appends `v` in decimal, with a minus sign when negative.
@@ -70,9 +75,14 @@ impl<const N: usize> Fixed<N> {
     #[inline]
     pub fn duration(&mut self, nanos: u64) -> &mut Self {
         let seconds = nanos / NANOS_PER_SECOND;
-        let mut fraction = [b'.'; 10];
-        fraction[1..].copy_from_slice(&nanos_digits(nanos % NANOS_PER_SECOND));
-        self.u64(seconds).text(&fraction)
+        let mut text = [b'.'; 11];
+        text[2..].copy_from_slice(&nanos_digits(nanos % NANOS_PER_SECOND));
+        if seconds < 10 {
+            // The usual case, in one copy of a known length.
+            text[0] = b'0' + seconds as u8;
+            return self.text(&text);
+        }
+        self.u64(seconds).text(&text[1..])
     }
 
     /// What was assembled.

@@ -23,24 +23,34 @@ pub fn put_pair(to: &mut [u8], v: u64) {
     to[..2].copy_from_slice(&DIGIT_PAIRS[at..at + 2]);
 }
 
+/// How many decimal digits `v` has.
+#[inline]
+pub fn digit_count(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// Writes `v` in decimal filling `to`, which is [`digit_count`] of it long (a shorter one
+/// gets the last digits, a longer one leading zeros).
+#[inline]
+pub fn put_decimal(to: &mut [u8], v: u64) {
+    let mut at = to.len();
+    let mut v = v;
+    while at >= 2 {
+        at -= 2;
+        put_pair(&mut to[at..], v % 100);
+        v /= 100;
+    }
+    if at == 1 {
+        to[0] = b'0' + (v % 10) as u8;
+    }
+}
+
 /// The decimal digits of `v`, at the end of the array, and where they start.
 #[inline]
 pub fn decimal(v: u64) -> ([u8; MAX_DIGITS], usize) {
+    let at = MAX_DIGITS - digit_count(v);
     let mut digits = [b'0'; MAX_DIGITS];
-    let mut at = MAX_DIGITS;
-    let mut v = v;
-    while v >= 100 {
-        at -= 2;
-        put_pair(&mut digits[at..], v % 100);
-        v /= 100;
-    }
-    if v >= 10 {
-        at -= 2;
-        put_pair(&mut digits[at..], v);
-    } else {
-        at -= 1;
-        digits[at] = b'0' + v as u8;
-    }
+    put_decimal(&mut digits[at..], v);
     (digits, at)
 }
 
@@ -91,6 +101,10 @@ pub(crate) mod tests {
             assert_eq!(String::from_utf8(out).unwrap(), format!("x{v}"));
             let (digits, at) = decimal(v);
             assert_eq!(std::str::from_utf8(&digits[at..]).unwrap(), v.to_string());
+            assert_eq!(digit_count(v), v.to_string().len());
+            let mut padded = [b'x'; MAX_DIGITS + 2];
+            put_decimal(&mut padded, v);
+            assert_eq!(std::str::from_utf8(&padded).unwrap(), format!("{v:022}"));
             for s in [v as i64, (v as i64).wrapping_neg(), i64::MIN, i64::MAX] {
                 let mut out = Vec::new();
                 push_i64(&mut out, s);
