@@ -38,7 +38,7 @@ impl<const N: usize> Fixed<N> {
     }
 
     /// Appends `s` as it is.
-    #[inline]
+    #[inline(always)]
     pub fn text(&mut self, s: &[u8]) -> &mut Self {
         let end = self.len + s.len();
         self.buf[self.len..end].copy_from_slice(s);
@@ -47,7 +47,7 @@ impl<const N: usize> Fixed<N> {
     }
 
     /// Appends `v` in decimal.
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self, v: u64) -> &mut Self {
         // Most numbers of a line are one digit (`err=0`, `nentries=1`, the seconds of a
         // duration): a store. The others go straight into place: through a digit array they
@@ -62,7 +62,7 @@ impl<const N: usize> Fixed<N> {
     }
 
     /// Appends `v` in decimal, with a minus sign when negative.
-    #[inline]
+    #[inline(always)]
     pub fn i64(&mut self, v: i64) -> &mut Self {
         if v < 0 {
             self.text(b"-");
@@ -72,7 +72,7 @@ impl<const N: usize> Fixed<N> {
 
     /// Appends a duration in seconds with nine decimals, as 389 writes `etime`:
     /// `0.000051234`, `12.000000001`.
-    #[inline]
+    #[inline(always)]
     pub fn duration(&mut self, nanos: u64) -> &mut Self {
         let seconds = nanos / NANOS_PER_SECOND;
         let mut text = [b'.'; 11];

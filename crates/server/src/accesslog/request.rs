@@ -95,7 +95,7 @@ pub fn skim_search(pdu: &[u8]) -> Option<LdapMessage<'_>> {
 /// length of more than four octets) or contents cut short; the full decode then decides.
 /// Written here rather than with `larch_proto::ber::Reader`, whose errors say what failed
 /// and where: building them for nothing made the walk twice as long (callgrind).
-#[inline]
+#[inline(always)]
 fn element(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&t, rest) = b.split_first()?;
     if t & 0x1f == 0x1f {
@@ -117,7 +117,7 @@ fn element(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 /// The contents of the element at the front of `b` and what follows, when it has tag `t`.
-#[inline]
+#[inline(always)]
 fn expect(b: &[u8], t: u8) -> Option<(&[u8], &[u8])> {
     match element(b)? {
         (found, contents, rest) if found == t => Some((contents, rest)),
@@ -127,7 +127,7 @@ fn expect(b: &[u8], t: u8) -> Option<(&[u8], &[u8])> {
 
 /// INTEGER or ENUMERATED contents in `0..=i32::MAX` (what every integer of a search
 /// request must be) in at most four octets; `None` otherwise.
-#[inline]
+#[inline(always)]
 fn small_integer(c: &[u8]) -> Option<u32> {
     match c {
         [first, ..] if c.len() <= 4 && *first < 0x80 => {
