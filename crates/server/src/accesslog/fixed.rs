@@ -2,8 +2,8 @@
 //! between them) assembled in a stack array, then appended to the line in one copy.
 //!
 //! Appended one by one, the dozen small pieces of a RESULT line were a dozen capacity
-//! checks of the output `Vec`, and a number a push per digit: about a third of what the
-//! writer spent on a search's lines (callgrind). The capacity `N` is the sum of the widest
+//! checks of the output `Vec`, and a number a push per digit: with the times and durations,
+//! about a quarter of what the writer spent on a search's lines (callgrind). The capacity `N` is the sum of the widest
 //! forms of the parts a caller writes ([`U64`], [`I64`], [`DURATION`]), so no input can
 //! overflow it.
 

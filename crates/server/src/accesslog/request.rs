@@ -94,7 +94,8 @@ pub fn skim_search(pdu: &[u8]) -> Option<LdapMessage<'_>> {
 /// for a header this walk does not take (a tag number above 30, an indefinite length, a
 /// length of more than four octets) or contents cut short; the full decode then decides.
 /// Written here rather than with `larch_proto::ber::Reader`, whose errors say what failed
-/// and where: building them for nothing made the walk twice as long (callgrind).
+/// and where, and whose integers go through an `i128`: the walk through it was half as
+/// long again (callgrind: about 600 instructions per search against 400).
 #[inline(always)]
 fn element(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&t, rest) = b.split_first()?;
