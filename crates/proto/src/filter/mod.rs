@@ -172,6 +172,16 @@ impl<'a> Filter<'a> {
         Ok(f)
     }
 
+    /// Wraps one filter's BER that was validated before, without validating it again: for a
+    /// copy of a request the server already decoded (the access log's writer reads the
+    /// requests it logs back this way). Octets that were never validated give `Unknown`
+    /// nodes where they are malformed, never a panic, as with
+    /// [`crate::LdapMessage::decode_validated_before`].
+    #[inline]
+    pub const fn from_validated_before(ber: &'a [u8]) -> Self {
+        Filter { ber }
+    }
+
     /// A filter from octets validated earlier (by `validate` or by construction).
     #[inline]
     pub(crate) const fn from_validated(ber: &'a [u8]) -> Self {
@@ -367,5 +377,32 @@ impl<'a> Element<'a> for Filter<'a> {
     }
     fn encode(&self, w: &mut Writer<'_>) {
         w.raw(self.ber);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_validated_before_reads_as_the_validated_one_and_garbage_never_panics() {
+        let f = OwnedFilter::parse("(&(cn=a*b)(!(sn=x))(uid>=7))").unwrap();
+        let ber = f.as_filter().as_ber();
+        assert_eq!(Filter::from_validated_before(ber), Filter::from_ber(ber).unwrap());
+        assert_eq!(
+            Filter::from_validated_before(ber).to_string(),
+            f.as_filter().to_string()
+        );
+        // Never validated: cut anywhere, or a length octet changed, it still writes a text.
+        for cut in 0..ber.len() {
+            let mut text = Vec::new();
+            Filter::from_validated_before(&ber[..cut]).write_text(&mut text);
+            assert!(!text.is_empty(), "cut at {cut}");
+        }
+        let mut bad = ber.to_vec();
+        bad[3] = 0x7f;
+        let mut text = Vec::new();
+        Filter::from_validated_before(&bad).write_text(&mut text);
+        assert!(text.starts_with(b"(&"));
     }
 }

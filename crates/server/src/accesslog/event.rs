@@ -4,8 +4,9 @@
 //! The request path does not format log lines. It appends one record per event to its
 //! thread's buffer (a few fixed fields and a memcpy of the request PDU and the result's
 //! texts); the log's writer thread reads the records back as [`Event`]s and formats them
-//! (`format_389`, `format_json`). Formatting a filter or a timestamp therefore never runs
-//! on a connection's thread.
+//! (`format_389`, `format_json`, which read the fields they print from the request PDU
+//! through `request`). Formatting a filter or a timestamp therefore never runs on a
+//! connection's thread.
 //!
 //! Record layout (all integers little-endian; a "bytes" field is a u32 length then that
 //! many octets):
@@ -356,7 +357,11 @@ fn decode_op<'a>(r: &mut Cursor<'a>) -> Option<Op<'a>> {
     for (i, text) in texts.iter_mut().enumerate() {
         *text = r.take(u32_at(lengths + i * 4) as usize)?;
     }
-    let str_at = |i: usize| std::str::from_utf8(texts[i]).ok();
+    // Most of these texts are empty in most records: no call to check them.
+    let str_at = |i: usize| match texts[i] {
+        [] => Some(""),
+        text => std::str::from_utf8(text).ok(),
+    };
     Some(Op {
         conn: u64_at(0),
         op: u64_at(1) as i64,

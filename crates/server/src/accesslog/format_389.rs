@@ -52,21 +52,27 @@ use larch_proto::controls::{oid, Control, ControlValue, ProxiedAuthz};
 use larch_proto::{
     exop, op_tag, AbandonRequest, AddRequest, Authentication, BindRequest, CompareRequest, ExtendedRequest,
     Filter, LdapMessage, ModifyDnRequest, ModifyOperation, ModifyRequest, ProtocolOp, SearchRequest,
+    SearchScope,
 };
 
 use super::event::{Close, Connect, Event, Op, Refused, Tls, WallNanos};
+use super::fixed::{Fixed, DURATION, I64, U64};
 use super::level::Level;
-use super::time::{push_i64, push_u64, write_duration, TimeCache};
+use super::number::{push_i64, push_u64};
+use super::printable::printable_except;
+use super::request;
+use super::time::{TimeCache, TEXT_LEN};
 
-/// Appends the line or lines of `event` to `out`, each ending in `\n`.
-pub fn write(out: &mut Vec<u8>, event: &Event<'_>, level: Level, clock: &mut TimeCache) {
+/// Appends the line or lines of `event` to `out`, each ending in `\n`, and says how many.
+pub fn write(out: &mut Vec<u8>, event: &Event<'_>, level: Level, clock: &mut TimeCache) -> u64 {
     match event {
         Event::Connect(c) => write_connect(out, c, clock),
         Event::Tls(t) => write_tls(out, t, clock),
         Event::Refused(r) => write_refused(out, r, clock),
         Event::Close(c) => write_close(out, c, clock),
-        Event::Op(o) => write_op(out, o, level, clock),
+        Event::Op(o) => return write_op(out, o, level, clock),
     }
+    1
 }
 
 fn write_connect(out: &mut Vec<u8>, c: &Connect, clock: &mut TimeCache) {
@@ -117,45 +123,43 @@ fn write_close(out: &mut Vec<u8>, c: &Close, clock: &mut TimeCache) {
     out.push(b'\n');
 }
 
-fn write_op(out: &mut Vec<u8>, op: &Op<'_>, level: Level, clock: &mut TimeCache) {
-    let request = decode_request(op);
+/// The request line (or the Abandon's), then the RESULT line; says how many were written.
+fn write_op(out: &mut Vec<u8>, op: &Op<'_>, level: Level, clock: &mut TimeCache) -> u64 {
+    let request = request::decode(op);
     let abandon = request.as_ref().and_then(|msg| match msg.op {
         ProtocolOp::AbandonRequest(a) => Some((msg, a)),
         _ => None,
     });
+    let mut lines = 0;
     if let Some((msg, a)) = abandon {
         write_abandon(out, op, msg, &a, level, clock);
-    } else if level.writes_requests() {
-        write_request(out, op, request.as_ref(), level, clock);
+        lines += 1;
+    } else if level.writes_requests() && write_request(out, op, request.as_ref(), level, clock) {
+        lines += 1;
     }
     if op.response_tag != 0 {
         write_result(out, op, level, clock);
+        lines += 1;
     }
+    lines
 }
 
-/// The request of `op`, when it has one that decodes. The request path decoded these
-/// octets already (else `undecodable`), so its filter is not validated a second time.
-pub(super) fn decode_request<'a>(op: &Op<'a>) -> Option<LdapMessage<'a>> {
-    if op.undecodable || op.request.is_empty() {
-        return None;
-    }
-    LdapMessage::decode_validated_before(op.request).ok()
-}
-
+/// The request line, when there is one to write (says whether there was).
 fn write_request(
     out: &mut Vec<u8>,
     op: &Op<'_>,
     request: Option<&LdapMessage<'_>>,
     level: Level,
     clock: &mut TimeCache,
-) {
+) -> bool {
     let Some(msg) = request else {
         if op.undecodable || !op.request.is_empty() {
             start_op_line(out, clock, op.received, op.conn, op.op);
             push_undecodable(out, op.request_tag);
             out.push(b'\n');
+            return true;
         }
-        return;
+        return false;
     };
     start_op_line(out, clock, op.received, op.conn, op.op);
     match &msg.op {
@@ -178,6 +182,7 @@ fn write_request(
         push_request_controls(out, msg);
     }
     out.push(b'\n');
+    true
 }
 
 fn push_undecodable(out: &mut Vec<u8>, tag: u8) {
@@ -211,13 +216,16 @@ fn push_bind(out: &mut Vec<u8>, msg: &LdapMessage<'_>, b: &BindRequest<'_>, leve
 /// attribute list (389 itself breaks this only with `authzid=`, as here).
 fn push_search(out: &mut Vec<u8>, msg: &LdapMessage<'_>, s: &SearchRequest<'_>, level: Level) {
     push_dn(out, b" SRCH base=\"", s.base);
-    out.extend_from_slice(b" scope=");
-    push_u64(out, s.scope as u64);
-    out.extend_from_slice(b" filter=\"");
+    out.extend_from_slice(match s.scope {
+        SearchScope::Base => b" scope=0 filter=\"",
+        SearchScope::OneLevel => b" scope=1 filter=\"",
+        SearchScope::Subtree => b" scope=2 filter=\"",
+        SearchScope::Subordinate => b" scope=3 filter=\"",
+    });
     push_filter(
         out,
         &s.filter,
-        |b| b.is_ascii() && !Field::Quoted.escapes(b),
+        |text| printable_except(text, b"\""),
         |out, text| push_field(out, text, Field::Quoted),
     );
     out.push(b'"');
@@ -372,19 +380,22 @@ fn push_request_controls(out: &mut Vec<u8>, msg: &LdapMessage<'_>) {
 
 fn write_result(out: &mut Vec<u8>, op: &Op<'_>, level: Level, clock: &mut TimeCache) {
     let bind = op.response_tag == op_tag::BIND_RESPONSE;
-    start_op_line(out, clock, op.finished, op.conn, op.op);
-    out.extend_from_slice(b" RESULT err=");
-    push_u64(out, op.result.into());
-    out.extend_from_slice(b" tag=");
-    push_u64(out, op.response_tag.into());
-    out.extend_from_slice(b" nentries=");
-    push_u64(out, op.entries.into());
-    out.extend_from_slice(b" wtime=");
-    write_duration(out, op.wait_ns);
-    out.extend_from_slice(b" optime=");
-    write_duration(out, op.work_ns);
-    out.extend_from_slice(b" etime=");
-    write_duration(out, op.wait_ns.saturating_add(op.work_ns));
+    // Everything up to `etime` in one copy.
+    let mut f = Fixed::<{ OP_HEAD + 12 + U64 + 5 + U64 + 10 + U64 + 22 + 3 * DURATION }>::new();
+    op_head(&mut f, clock, op.finished, op.conn, op.op);
+    f.text(b" RESULT err=")
+        .u64(op.result.into())
+        .text(b" tag=")
+        .u64(op.response_tag.into())
+        .text(b" nentries=")
+        .u64(op.entries.into())
+        .text(b" wtime=")
+        .duration(op.wait_ns)
+        .text(b" optime=")
+        .duration(op.work_ns)
+        .text(b" etime=")
+        .duration(op.wait_ns.saturating_add(op.work_ns));
+    f.append_to(out);
     push_notes(out, op.notes);
     if level.is_full() {
         if !bind {
@@ -469,16 +480,29 @@ pub(super) fn cipher_name(suite: &str) -> &str {
 
 /// `[time] conn=N`
 fn start_line(out: &mut Vec<u8>, clock: &mut TimeCache, time: WallNanos, conn: u64) {
-    clock.write_text(out, time);
-    out.extend_from_slice(b" conn=");
-    push_u64(out, conn);
+    let mut f = Fixed::<{ TEXT_LEN + 6 + U64 }>::new();
+    f.text(&clock.text(time)).text(b" conn=").u64(conn);
+    f.append_to(out);
+}
+
+/// The widest `[time] conn=N op=M`.
+const OP_HEAD: usize = TEXT_LEN + 6 + U64 + 4 + I64;
+
+/// `[time] conn=N op=M` into `f`.
+#[inline]
+fn op_head<const N: usize>(f: &mut Fixed<N>, clock: &mut TimeCache, time: WallNanos, conn: u64, op: i64) {
+    f.text(&clock.text(time))
+        .text(b" conn=")
+        .u64(conn)
+        .text(b" op=")
+        .i64(op);
 }
 
 /// `[time] conn=N op=M`
 fn start_op_line(out: &mut Vec<u8>, clock: &mut TimeCache, time: WallNanos, conn: u64, op: i64) {
-    start_line(out, clock, time, conn);
-    out.extend_from_slice(b" op=");
-    push_i64(out, op);
+    let mut f = Fixed::<OP_HEAD>::new();
+    op_head(&mut f, clock, time, conn, op);
+    f.append_to(out);
 }
 
 /// `prefix` (which opens a quote), the DN, and the closing quote.
@@ -541,7 +565,12 @@ impl Field {
 /// Appends `s`, escaping what `field` requires as `\HH`.
 pub(super) fn push_field(out: &mut Vec<u8>, s: &[u8], field: Field) {
     // The common case, printable ASCII with nothing to escape, is one copy.
-    if s.iter().all(|&b| b.is_ascii() && !field.escapes(b)) {
+    let plain = match field {
+        Field::Quoted => printable_except(s, b"\""),
+        Field::Text => printable_except(s, b""),
+        Field::Name => s.iter().all(|&b| !field.escapes(b)),
+    };
+    if plain {
         out.extend_from_slice(s);
         return;
     }
@@ -568,18 +597,18 @@ fn push_hex_pair(out: &mut Vec<u8>, b: u8) {
 }
 
 /// Appends the RFC 4515 text of `filter` as a field: written once, straight into `out`,
-/// and left there when `plain` accepts every octet of it (the common case); otherwise
+/// and left there when `plain` accepts it whole (the common case); otherwise
 /// written again through `escape`, the format's field escaping, without allocating.
 pub(super) fn push_filter(
     out: &mut Vec<u8>,
     filter: &Filter<'_>,
-    plain: impl Fn(u8) -> bool,
+    plain: impl Fn(&[u8]) -> bool,
     escape: impl Fn(&mut Vec<u8>, &[u8]),
 ) {
     let start = out.len();
     filter.write_text(out);
     let end = out.len();
-    if out[start..].iter().all(|&b| plain(b)) {
+    if plain(&out[start..]) {
         return;
     }
     // Escaped after the text, a stack buffer at a time (no allocation per line), then the
@@ -626,7 +655,7 @@ mod tests {
         push_filter(
             &mut out,
             &f.as_filter(),
-            |b| b.is_ascii() && !Field::Quoted.escapes(b),
+            |text| printable_except(text, b"\""),
             |out, text| push_field(out, text, Field::Quoted),
         );
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));
@@ -640,7 +669,12 @@ mod tests {
 
     fn text(event: &Event<'_>, level: Level) -> String {
         let mut out = Vec::new();
-        write(&mut out, event, level, &mut TimeCache::new());
+        let lines = write(&mut out, event, level, &mut TimeCache::new());
+        assert_eq!(
+            lines,
+            out.iter().filter(|&&b| b == b'\n').count() as u64,
+            "lines said"
+        );
         String::from_utf8(out).expect("the log is UTF-8")
     }
 

@@ -54,24 +54,29 @@ use larch_proto::{
 };
 
 use super::event::{Close, Connect, Event, Op, Refused, Tls, WallNanos};
+use super::fixed::{Fixed, DURATION, U64};
 use super::format_389::{
-    cipher_name, decode_request, extended_name, known_notes, modify_kind, proxied_authz_id, push_filter,
-    push_ip, SASL_BIND_IN_PROGRESS,
+    cipher_name, extended_name, known_notes, modify_kind, proxied_authz_id, push_filter, push_ip,
+    SASL_BIND_IN_PROGRESS,
 };
 use super::level::Level;
-use super::time::{push_i64, push_u64, write_duration, TimeCache};
+use super::number::{push_i64, push_u64};
+use super::printable::printable_except;
+use super::request;
+use super::time::{TimeCache, ISO_LEN};
 
-/// Appends the JSON line or lines of `event` to `out`, each ending in `\n`. `started` is
-/// the Unix second the server started, the first half of every `key`.
-pub fn write(out: &mut Vec<u8>, event: &Event<'_>, level: Level, clock: &mut TimeCache, started: u64) {
+/// Appends the JSON line or lines of `event` to `out`, each ending in `\n`, and says how
+/// many. `started` is the Unix second the server started, the first half of every `key`.
+pub fn write(out: &mut Vec<u8>, event: &Event<'_>, level: Level, clock: &mut TimeCache, started: u64) -> u64 {
     let mut line = Line { out, clock, started };
     match event {
         Event::Connect(c) => line.connect(c),
         Event::Tls(t) => line.tls(t),
         Event::Refused(r) => line.refused(r),
         Event::Close(c) => line.close(c),
-        Event::Op(o) => line.op(o, level),
+        Event::Op(o) => return line.op(o, level),
     }
+    1
 }
 
 /// What every object of one event needs.
@@ -121,30 +126,37 @@ impl Line<'_> {
         self.end();
     }
 
-    fn op(&mut self, op: &Op<'_>, level: Level) {
-        let request = decode_request(op);
+    /// The request object (or the Abandon's), then the RESULT; says how many were written.
+    fn op(&mut self, op: &Op<'_>, level: Level) -> u64 {
+        let request = request::decode(op);
         let abandon = request.as_ref().and_then(|msg| match msg.op {
             ProtocolOp::AbandonRequest(a) => Some((msg, a)),
             _ => None,
         });
+        let mut lines = 0;
         if let Some((msg, a)) = abandon {
             self.abandon(op, msg, &a, level);
-        } else if level.writes_requests() {
-            self.request(op, request.as_ref(), level);
+            lines += 1;
+        } else if level.writes_requests() && self.request(op, request.as_ref(), level) {
+            lines += 1;
         }
         if op.response_tag != 0 {
             self.result(op, request.as_ref(), level);
+            lines += 1;
         }
+        lines
     }
 
-    fn request(&mut self, op: &Op<'_>, request: Option<&LdapMessage<'_>>, level: Level) {
+    /// The request object, when there is one to write (says whether there was).
+    fn request(&mut self, op: &Op<'_>, request: Option<&LdapMessage<'_>>, level: Level) -> bool {
         let Some(msg) = request else {
             if op.undecodable || !op.request.is_empty() {
                 self.begin_op(op, op.received, "UNDECODABLE", true);
                 self.number("request_tag", op.request_tag.into());
                 self.end();
+                return true;
             }
-            return;
+            return false;
         };
         self.begin_op(op, op.received, operation_name(&msg.op), true);
         if let ProtocolOp::ExtendedRequest(e) = &msg.op {
@@ -172,6 +184,7 @@ impl Line<'_> {
             other => self.number("request_tag", other.tag().into()),
         }
         self.end();
+        true
     }
 
     fn bind(&mut self, b: &BindRequest<'_>) {
@@ -292,9 +305,16 @@ impl Line<'_> {
         if bind && op.result == 0 {
             self.string("bind_dn", op.authz_dn.as_bytes());
         }
-        self.duration("wtime", op.wait_ns);
-        self.duration("optime", op.work_ns);
-        self.duration("etime", op.wait_ns.saturating_add(op.work_ns));
+        let mut times = Fixed::<{ 39 + 3 * DURATION }>::new();
+        times
+            .text(b",\"wtime\":\"")
+            .duration(op.wait_ns)
+            .text(b"\",\"optime\":\"")
+            .duration(op.work_ns)
+            .text(b"\",\"etime\":\"")
+            .duration(op.wait_ns.saturating_add(op.work_ns))
+            .text(b"\"");
+        times.append_to(self.out);
         if level.is_full() {
             if !bind {
                 self.string("authz_dn", op.authz_dn.as_bytes());
@@ -381,16 +401,20 @@ impl Line<'_> {
 
     /// `{"local_time":"...","operation":"...","key":"...","conn_id":N`
     fn begin(&mut self, time: WallNanos, operation: &str, conn: u64) {
-        self.out.extend_from_slice(b"{\"local_time\":\"");
-        self.clock.write_iso(self.out, time);
-        self.out.extend_from_slice(b"\",\"operation\":\"");
+        let mut head = Fixed::<{ 15 + ISO_LEN + 15 }>::new();
+        head.text(b"{\"local_time\":\"")
+            .text(&self.clock.iso(time))
+            .text(b"\",\"operation\":\"");
+        head.append_to(self.out);
         self.out.extend_from_slice(operation.as_bytes());
-        self.out.extend_from_slice(b"\",\"key\":\"");
-        push_u64(self.out, self.started);
-        self.out.push(b'-');
-        push_u64(self.out, conn);
-        self.out.extend_from_slice(b"\",\"conn_id\":");
-        push_u64(self.out, conn);
+        let mut f = Fixed::<{ 9 + U64 + 1 + U64 + 12 + U64 }>::new();
+        f.text(b"\",\"key\":\"")
+            .u64(self.started)
+            .text(b"-")
+            .u64(conn)
+            .text(b"\",\"conn_id\":")
+            .u64(conn);
+        f.append_to(self.out);
     }
 
     /// [`Line::begin`], then `op_id` and, when asked, `msgid`. A RESULT has an `op_id` even
@@ -461,13 +485,6 @@ impl Line<'_> {
         self.out.extend_from_slice(if value { b"true" } else { b"false" });
     }
 
-    fn duration(&mut self, name: &str, nanos: u64) {
-        self.key(name);
-        self.out.push(b'"');
-        write_duration(self.out, nanos);
-        self.out.push(b'"');
-    }
-
     /// An address as 389 writes it (no port, `"unknown"` when there is none).
     fn ip(&mut self, name: &str, addr: Option<SocketAddr>) {
         self.key(name);
@@ -521,15 +538,20 @@ fn oid_name(oid: &[u8]) -> &'static str {
         .map_or("Unknown", |(_, name)| name)
 }
 
-/// Appends `s` escaped for the inside of a JSON string, as json-c escapes; an octet that
-/// is not UTF-8 becomes the text `\HH`.
-/// Whether `push_text` writes `b` as it is.
-fn plain_text(b: u8) -> bool {
-    b >= 0x20 && b.is_ascii() && !matches!(b, b'"' | b'\\' | b'/')
+/// Whether `push_text` writes all of `s` as it is (it may also for some `s` refused
+/// here: DEL is written as it is).
+fn plain_text(s: &[u8]) -> bool {
+    printable_except(s, b"\"\\/")
 }
 
+/// Appends `s` escaped for the inside of a JSON string, as json-c escapes; an octet that
+/// is not UTF-8 becomes the text `\HH`.
 fn push_text(out: &mut Vec<u8>, s: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    if plain_text(s) {
+        out.extend_from_slice(s);
+        return;
+    }
     for chunk in s.utf8_chunks() {
         let valid = chunk.valid().as_bytes();
         let mut from = 0;
@@ -584,7 +606,12 @@ mod tests {
     /// The JSON of `event` at `level`, every line checked to be one JSON object.
     fn json(event: &Event<'_>, level: Level) -> String {
         let mut out = Vec::new();
-        write(&mut out, event, level, &mut TimeCache::new(), STARTED);
+        let lines = write(&mut out, event, level, &mut TimeCache::new(), STARTED);
+        assert_eq!(
+            lines,
+            out.iter().filter(|&&b| b == b'\n').count() as u64,
+            "lines said"
+        );
         let text = String::from_utf8(out).expect("the log is UTF-8");
         for line in text.lines() {
             let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));

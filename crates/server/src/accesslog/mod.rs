@@ -9,8 +9,8 @@
 //! 2. the log's writer thread (`writer`) drains every thread's buffer every
 //!    [`writer::DRAIN_INTERVAL`] (sooner when one fills), puts the records in time order,
 //!    formats them (`format_389`, `format_json`: the request line with the arguments the
-//!    level asks for, decoded from the PDU there, then the RESULT line) and appends them
-//!    to the file (`file`: rotation by size and age, retention, reopen on SIGHUP);
+//!    level asks for, read back from the PDU there by `request`, then the RESULT line) and
+//!    appends them to the file (`file`: rotation by size and age, retention, reopen on SIGHUP);
 //! 3. when a buffer is full (the disk is slower than the server), records are dropped and
 //!    counted, and the writer says so in the log itself; a failed write is counted as lost
 //!    lines and reported. A request never waits for the log.
@@ -22,9 +22,13 @@
 pub mod buffers;
 pub mod event;
 pub mod file;
+pub mod fixed;
 pub mod format_389;
 pub mod format_json;
 pub mod level;
+pub mod number;
+pub mod printable;
+pub mod request;
 #[cfg(test)]
 mod test_events;
 pub mod time;

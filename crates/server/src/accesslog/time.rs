@@ -8,16 +8,23 @@
 //!   is turned into a calendar date once, not once per line;
 //! - durations are seconds with nine decimals, as 389 writes `wtime`, `optime` and
 //!   `etime` (`0.000051234`);
-//! - numbers are written digit by digit into the caller's buffer: no `format!`, no
-//!   allocation beyond the buffer's own growth.
+//! - the digits come from `number`'s table of pairs, and a duration is assembled on the
+//!   stack (`fixed`): no `format!`, no allocation beyond the buffer's own growth.
 
 use super::event::WallNanos;
+use super::fixed::{Fixed, DURATION};
+use super::number::put_pair;
 
-const NANOS_PER_SECOND: u64 = 1_000_000_000;
+pub(super) const NANOS_PER_SECOND: u64 = 1_000_000_000;
 const SECONDS_PER_DAY: u64 = 86_400;
 const MONTHS: [&[u8; 3]; 12] = [
     b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
 ];
+
+/// The length of [`TimeCache::text`]: `[22/Nov/2026:10:00:00.123456789 +0000]`.
+pub const TEXT_LEN: usize = 38;
+/// The length of [`TimeCache::iso`]: `2026-11-22T10:00:00.123456789 +0000`.
+pub const ISO_LEN: usize = 35;
 
 /// The calendar form of the last second written, in both log formats.
 #[derive(Debug, Clone)]
@@ -48,21 +55,32 @@ impl TimeCache {
 
     /// Appends `t` as 389's text log writes it: `[22/Nov/2026:10:00:00.123456789 +0000]`.
     pub fn write_text(&mut self, out: &mut Vec<u8>, t: WallNanos) {
+        out.extend_from_slice(&self.text(t));
+    }
+
+    /// `t` as 389's text log writes it, assembled whole (a known length).
+    #[inline]
+    pub fn text(&mut self, t: WallNanos) -> [u8; TEXT_LEN] {
         self.refresh(t / NANOS_PER_SECOND);
-        // Assembled whole and appended in one copy of a known length.
         let mut line = *b"[dd/Mmm/yyyy:hh:mm:ss.nnnnnnnnn +0000]";
         line[..21].copy_from_slice(&self.text);
         line[22..31].copy_from_slice(&nanos_digits(t % NANOS_PER_SECOND));
-        out.extend_from_slice(&line);
+        line
     }
 
     /// Appends `t` as 389's JSON log writes `local_time`: `2026-11-22T10:00:00.123456789 +0000`.
     pub fn write_iso(&mut self, out: &mut Vec<u8>, t: WallNanos) {
+        out.extend_from_slice(&self.iso(t));
+    }
+
+    /// `t` as 389's JSON log writes `local_time`, assembled whole.
+    #[inline]
+    pub fn iso(&mut self, t: WallNanos) -> [u8; ISO_LEN] {
         self.refresh(t / NANOS_PER_SECOND);
         let mut text = *b"yyyy-mm-ddThh:mm:ss.nnnnnnnnn +0000";
         text[..19].copy_from_slice(&self.iso);
         text[20..29].copy_from_slice(&nanos_digits(t % NANOS_PER_SECOND));
-        out.extend_from_slice(&text);
+        text
     }
 
     fn refresh(&mut self, second: u64) {
@@ -125,22 +143,8 @@ fn put4(to: &mut [u8], v: u64) {
     put2(&mut to[2..4], v % 100);
 }
 
-/// `00` to `99`, two octets each: a pair of digits per division.
-const DIGIT_PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
-/// Writes `v` (below 100) as two digits.
-fn put_pair(to: &mut [u8], v: u64) {
-    let at = (v as usize) * 2;
-    to[..2].copy_from_slice(&DIGIT_PAIRS[at..at + 2]);
-}
-
 /// `nanos` (below a second) as nine digits, zero-padded.
-fn nanos_digits(nanos: u64) -> [u8; 9] {
+pub(super) fn nanos_digits(nanos: u64) -> [u8; 9] {
     let mut digits = [b'0'; 9];
     digits[0] = b'0' + (nanos / 100_000_000 % 10) as u8;
     let rest = nanos % 100_000_000;
@@ -155,57 +159,13 @@ fn nanos_digits(nanos: u64) -> [u8; 9] {
 /// Appends a duration in seconds with nine decimals, as 389 writes `etime`:
 /// `0.000051234`, `12.000000001`.
 pub fn write_duration(out: &mut Vec<u8>, nanos: u64) {
-    let seconds = nanos / NANOS_PER_SECOND;
-    if seconds < 10 {
-        // The usual case, in one copy of a known length.
-        let mut text = [b'.'; 11];
-        text[0] = b'0' + seconds as u8;
-        text[2..].copy_from_slice(&nanos_digits(nanos % NANOS_PER_SECOND));
-        out.extend_from_slice(&text);
-        return;
-    }
-    push_u64(out, seconds);
-    out.push(b'.');
-    out.extend_from_slice(&nanos_digits(nanos % NANOS_PER_SECOND));
-}
-
-/// Appends `v` in decimal.
-pub fn push_u64(out: &mut Vec<u8>, v: u64) {
-    if v < 10 {
-        out.push(b'0' + v as u8);
-        return;
-    }
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut v = v;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    // Octet by octet: the numbers of a line are a few digits each, and a copy of a length
-    // known only here is a call to `memmove` that costs more than the digits (a third of
-    // the formatting time of a search's lines, measured with benches/accesslog.rs).
-    out.reserve(digits.len() - at);
-    for &d in &digits[at..] {
-        out.push(d);
-    }
-}
-
-/// Appends `v` in decimal, with a minus sign when negative.
-pub fn push_i64(out: &mut Vec<u8>, v: i64) {
-    if v < 0 {
-        out.push(b'-');
-    }
-    push_u64(out, v.unsigned_abs());
+    Fixed::<DURATION>::new().duration(nanos).append_to(out);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accesslog::number::{push_i64, push_u64};
 
     fn text(clock: &mut TimeCache, t: WallNanos) -> String {
         let mut out = Vec::new();
