@@ -30,8 +30,14 @@ pub(super) struct TypeFacts {
     reserved: bool,
     /// The header stamp the type gives a value for, if any.
     stamp: Option<Stamp>,
-    /// Shown in the header (never repeated as a comment): `Stamps::in_header`.
-    in_header: bool,
+}
+
+impl TypeFacts {
+    /// A `NO-USER-MODIFICATION` type the header does not show (`Stamps::in_header`: the
+    /// creators' and creation time are only fallbacks): its attributes are comments.
+    fn is_comment(self) -> bool {
+        !self.writable && !matches!(self.stamp, Some(Stamp::Csn | Stamp::Modifiers | Stamp::Modified))
+    }
 }
 
 /// The attributes a record's header takes a value from.
@@ -52,7 +58,6 @@ const UNKNOWN: TypeFacts = TypeFacts {
     valid_name: false,
     reserved: false,
     stamp: None,
-    in_header: false,
 };
 
 /// The facts of every type of `schema`, by the types' index.
@@ -77,7 +82,6 @@ pub(super) fn type_facts(schema: &Schema, stamps: &Stamps) -> Vec<TypeFacts> {
             valid_name: text::is_attribute_description(t.name().as_bytes()),
             reserved: text::is_reserved_attribute(t.name()),
             stamp: stamp_of(t.id),
-            in_header: stamps.in_header(t.id),
         })
         .collect()
 }
@@ -215,7 +219,7 @@ impl Formatter {
         let differences = attrs::differences_seeing(before, after, |a| {
             let facts = self.facts(a.ty);
             stamps.see(facts, a);
-            if !facts.writable && !facts.in_header {
+            if facts.is_comment() {
                 maintained.push(*a);
             }
         });
@@ -334,17 +338,10 @@ impl Formatter {
         }
     }
 
-    /// True for a `NO-USER-MODIFICATION` type the header does not show: its attributes
-    /// are written as comments.
-    fn is_comment(&self, ty: AttributeTypeId) -> bool {
-        let f = self.facts(ty);
-        !f.writable && !f.in_header
-    }
-
     /// The `NO-USER-MODIFICATION` attributes of `e` that `pick` selects, other than the
     /// header's, as comments.
     fn comments_direct(&self, l: &mut Lines<'_>, e: StoredRef<'_>, pick: impl Fn(AttributeTypeId) -> bool) {
-        self.write_comments(l, e.attributes().filter(|a| self.is_comment(a.ty)), pick);
+        self.write_comments(l, e.attributes().filter(|a| self.facts(a.ty).is_comment()), pick);
     }
 
     /// Those of `maintained` (comment attributes, in stored order) that `pick` selects.
