@@ -25,6 +25,7 @@ The server is only ever signalled by its PID, never by name.
 """
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -87,8 +88,23 @@ def reliability_long():
     return os.environ.get("LARCH_RELIABILITY_LONG") == "1"
 
 
+# Ports handed out below Linux's ephemeral range (32768-60999 by default): a port the
+# kernel picked (`bind(0)`) is in that range, where the source port of any outgoing
+# connection, a cluster node dialing its peers included, can take it before the server
+# that was given it binds it.
+_PORTS_FROM, _PORTS_TO = 20000, 32000
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago, outside the ephemeral range."""
+    for _ in range(100):
+        port = random.randrange(_PORTS_FROM, _PORTS_TO)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
