@@ -301,6 +301,17 @@ impl<'a> StoredRef<'a> {
         }
     }
 
+    /// The attributes from `offset` on. `offset` is where an attribute starts: one that
+    /// [`StoredAttributes::offset`] gave for these octets, or for octets equal to these up
+    /// to it (two states of one entry share their attributes up to the first change). From
+    /// anywhere else the walk reads whatever the octets there say, without panicking.
+    pub fn attributes_from(&self, offset: usize) -> StoredAttributes<'a> {
+        StoredAttributes {
+            bytes: self.bytes,
+            pos: offset,
+        }
+    }
+
     /// The attributes of one type (each set of options is its own attribute). Attributes
     /// are sorted by type, so the walk stops at the first larger type.
     pub fn attribute(&self, ty: AttributeTypeId) -> impl Iterator<Item = StoredAttribute<'a>> {
@@ -423,6 +434,14 @@ pub struct StoredAttributes<'a> {
     pos: usize,
 }
 
+impl StoredAttributes<'_> {
+    /// Where the next attribute starts in the entry's octets (their length when none is
+    /// left).
+    pub fn offset(&self) -> usize {
+        self.pos.min(self.bytes.len())
+    }
+}
+
 impl<'a> Iterator for StoredAttributes<'a> {
     type Item = StoredAttribute<'a>;
 
@@ -461,6 +480,36 @@ mod tests {
             push_length(&mut out, len);
             assert_eq!(out.len(), octets, "{len}");
         }
+    }
+
+    #[test]
+    fn a_walk_resumes_where_its_offset_says() {
+        let attrs: Vec<Attribute> = [3u32, 7, 200]
+            .into_iter()
+            .map(|ty| Attribute {
+                ty: AttributeTypeId(ty),
+                options: Options::none(),
+                values: vec![vec![b'v'; ty as usize]],
+            })
+            .collect();
+        let entry = StoredEntry::build(&attrs);
+        let e = entry.as_ref();
+        let mut walk = e.attributes();
+        assert_eq!(walk.offset(), 0);
+        let mut offsets = Vec::new();
+        while walk.next().is_some() {
+            offsets.push(walk.offset());
+        }
+        assert_eq!(offsets.last(), Some(&entry.as_bytes().len()));
+        for (i, &at) in offsets.iter().enumerate() {
+            let rest: Vec<AttributeTypeId> = e.attributes_from(at).map(|a| a.ty).collect();
+            let expected: Vec<AttributeTypeId> = attrs[i + 1..].iter().map(|a| a.ty).collect();
+            assert_eq!(rest, expected, "from {at}");
+        }
+        // A walk that met octets it cannot read ends there, its offset at the end.
+        let mut cut = StoredRef::new(&entry.as_bytes()[..offsets[0] + 2]).attributes();
+        assert!(cut.next().is_some() && cut.next().is_none());
+        assert_eq!(cut.offset(), offsets[0] + 2);
     }
 }
 

@@ -215,7 +215,7 @@ impl Formatter {
         // One walk over both states gives the differences, the header's stamps and the
         // attributes that may become comments.
         let mut stamps = StampValues::default();
-        let mut maintained = Vec::new();
+        let mut maintained = Vec::with_capacity(8);
         let differences = attrs::differences_seeing(before, after, |a| {
             let facts = self.facts(a.ty);
             stamps.see(facts, a);
