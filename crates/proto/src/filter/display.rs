@@ -13,11 +13,16 @@ impl Filter<'_> {
     /// Appends the filter as an RFC 4515 string, e.g. `(&(objectClass=person)(cn=Al*))`.
     /// The text is UTF-8: octets that are not are written escaped.
     pub fn write_text(&self, out: &mut Vec<u8>) {
+        // A single assertion, the usual filter, needs no stack.
+        let Some(children) = write_node(out, *self) else {
+            return;
+        };
         // One iterator per open and/or/not; validation bounds the depth.
         let empty = FilterSetIter { rest: &[] };
         let mut stack = [empty; MAX_FILTER_DEPTH + 1];
-        let mut depth = 0usize;
-        let mut next = Some(*self);
+        stack[0] = children;
+        let mut depth = 1usize;
+        let mut next = None;
         loop {
             if let Some(filter) = next.take() {
                 if let Some(children) = write_node(out, filter) {
@@ -156,6 +161,10 @@ fn write_node<'a>(out: &mut Vec<u8>, filter: Filter<'a>) -> Option<FilterSetIter
 /// never read as a different filter (`~` in a description would otherwise turn a presence
 /// test into an approximate match).
 fn attr(out: &mut Vec<u8>, d: &[u8]) {
+    if d.iter().all(|&c| super::parse::is_attr_char(c)) {
+        out.extend_from_slice(d);
+        return;
+    }
     write_escaping(out, d, |c| !super::parse::is_attr_char(c));
 }
 
@@ -163,7 +172,7 @@ fn attr(out: &mut Vec<u8>, d: &[u8]) {
 /// `\HH`; valid UTF-8 is written as is.
 fn value(out: &mut Vec<u8>, v: &[u8]) {
     let special = |c: u8| matches!(c, b'*' | b'(' | b')' | b'\\' | b'\0');
-    if v.iter().all(|&c| c.is_ascii() && !special(c)) {
+    if plain_value(v) {
         out.extend_from_slice(v);
         return;
     }
@@ -175,6 +184,35 @@ fn value(out: &mut Vec<u8>, v: &[u8]) {
             push_hex(out, b);
         }
     }
+}
+
+/// True when `v` is ASCII without an octet that RFC 4515 escapes in a value, checked
+/// eight octets at a time: a value is written in one copy when this holds. (`+` is taken
+/// for a special here, with `(`, `)` and `*` next to it: a value holding one goes through
+/// the octet-by-octet path, which writes it as it is.)
+fn plain_value(v: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // An octet of `w` below `n` (for `w` without its high bits set and `n` <= 128).
+    let below = |w: u64, n: u64| w.wrapping_sub(ONES * n) & !w & HIGH != 0;
+    let mut words = v.chunks_exact(8);
+    for word in &mut words {
+        let mut octets = [0u8; 8];
+        octets.copy_from_slice(word);
+        let w = u64::from_le_bytes(octets);
+        // NUL, `(` `)` `*` `+` (0x28..=0x2b: below 4 once 0x28 is taken away) and `\`.
+        if w & HIGH != 0
+            || below(w, 1)
+            || below(w ^ (ONES * 0x28), 4)
+            || below(w ^ (ONES * u64::from(b'\\')), 1)
+        {
+            return false;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .all(|&c| c.is_ascii() && !matches!(c, b'*' | b'(' | b')' | b'\\' | b'\0'))
 }
 
 /// Appends `s`, the octets `escaped` accepts as `\HH`, the runs between them in one copy
@@ -216,6 +254,31 @@ mod tests {
         let mut b = FilterBuilder::new();
         b.equality(b"cn", b"\xff\xfeok\x01");
         assert_eq!(text(&b.finish().unwrap()), "(cn=\\ff\\feok\x01)");
+    }
+
+    #[test]
+    fn a_plain_value_is_one_without_an_octet_to_escape_at_any_position() {
+        let escaped = |v: &[u8]| {
+            v.iter()
+                .any(|&c| !c.is_ascii() || matches!(c, b'*' | b'(' | b')' | b'\\' | b'\0'))
+        };
+        for len in 0..20 {
+            for at in 0..len {
+                for octet in [
+                    0u8, b'(', b')', b'*', b'+', b'\\', b'\'', b',', 0x7f, 0x80, 0xe9, 0xff,
+                ] {
+                    let mut v = vec![b'a'; len];
+                    v[at] = octet;
+                    let plain = super::plain_value(&v);
+                    // `+` may be taken for a special; nothing to escape is never missed.
+                    assert!(!(plain && escaped(&v)), "{v:?}");
+                    if octet != b'+' {
+                        assert_eq!(plain, !escaped(&v), "{v:?}");
+                    }
+                }
+            }
+            assert!(super::plain_value(&vec![b'z'; len]));
+        }
     }
 
     #[test]

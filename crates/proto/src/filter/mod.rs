@@ -296,11 +296,32 @@ impl std::fmt::Debug for FilterSet<'_> {
 
 impl<'a> AttributeValueAssertion<'a> {
     pub(crate) fn decode_contents(c: &'a [u8], ctx: &'static str) -> Result<Self> {
+        if let Some(ava) = Self::short_form(c) {
+            return Ok(ava);
+        }
         let mut r = Reader::new(c);
         let description = r.read_octets(tag::OCTET_STRING, ctx)?;
         let value = r.read_octets(tag::OCTET_STRING, ctx)?;
         r.finish_sequence(ctx, &[tag::OCTET_STRING])?;
         Ok(AttributeValueAssertion { description, value })
+    }
+
+    /// The usual shape, read without the general reader: two OCTET STRINGs with one-octet
+    /// lengths and nothing after them (`None` for any other shape, which the reader then
+    /// decodes or refuses). Every filter an index answers is evaluated and logged through
+    /// this.
+    #[inline]
+    fn short_form(c: &'a [u8]) -> Option<Self> {
+        let [tag::OCTET_STRING, d_len @ 0..=0x7f, rest @ ..] = c else {
+            return None;
+        };
+        let (description, rest) = rest.split_at_checked(usize::from(*d_len))?;
+        match rest {
+            [tag::OCTET_STRING, v_len @ 0..=0x7f, value @ ..] if value.len() == usize::from(*v_len) => {
+                Some(AttributeValueAssertion { description, value })
+            }
+            _ => None,
+        }
     }
 
     pub(crate) fn encode_contents(&self, w: &mut Writer<'_>) {
@@ -404,5 +425,45 @@ mod tests {
         let mut text = Vec::new();
         Filter::from_validated_before(&bad).write_text(&mut text);
         assert!(text.starts_with(b"(&"));
+    }
+
+    /// The general reader's reading of an assertion, without the short form.
+    fn by_the_reader(c: &[u8]) -> Option<(&[u8], &[u8])> {
+        let mut r = Reader::new(c);
+        let d = r.read_octets(tag::OCTET_STRING, "").ok()?;
+        let v = r.read_octets(tag::OCTET_STRING, "").ok()?;
+        r.finish_sequence("", &[tag::OCTET_STRING]).ok()?;
+        Some((d, v))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_short_form_reads_what_the_reader_reads(
+            d in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..140),
+            v in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..140),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+            flip in proptest::prelude::any::<proptest::sample::Index>(),
+            octet in proptest::prelude::any::<u8>(),
+            damage in 0u8..3,
+        ) {
+            let mut c = Vec::new();
+            let mut w = Writer::new(&mut c);
+            w.octet_string(&d);
+            w.octet_string(&v);
+            match damage {
+                1 => c.truncate(cut.index(c.len() + 1)),
+                2 => {
+                    let i = flip.index(c.len());
+                    c[i] = octet;
+                }
+                _ => {}
+            }
+            let general = by_the_reader(&c);
+            if let Some(short) = AttributeValueAssertion::short_form(&c) {
+                proptest::prop_assert_eq!(Some((short.description, short.value)), general);
+            }
+            let read = AttributeValueAssertion::decode_contents(&c, "").ok().map(|a| (a.description, a.value));
+            proptest::prop_assert_eq!(read, general);
+        }
     }
 }

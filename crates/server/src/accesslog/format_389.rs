@@ -556,7 +556,9 @@ impl Field {
     fn escapes(self, b: u8) -> bool {
         match self {
             Field::Quoted => b < 0x20 || b == 0x7f || b == b'"',
-            Field::Name => !(b.is_ascii_alphanumeric() || b".;_-*+@".contains(&b)),
+            Field::Name => {
+                !matches!(b, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b';' | b'_' | b'-' | b'*' | b'+' | b'@')
+            }
             Field::Text => b < 0x20 || b == 0x7f,
         }
     }
