@@ -222,7 +222,9 @@ impl Writer {
                     kept = true;
                 }
                 self.deferred_changes += 1;
-                self.deferred_bytes += logged_size(&c.change);
+                // About the octets the change's logged form holds (the records it shares with
+                // the store are not counted).
+                self.deferred_bytes += c.change.contents_len();
             } else {
                 self.catch_up_previous();
                 self.write(c.lsn, &c.change);
@@ -490,20 +492,5 @@ impl Writer {
                 }
             }
         }
-    }
-}
-
-/// About the octets a change deferred for `previous` holds (its logged form; the records
-/// it shares with the store are not counted).
-fn logged_size(change: &Change) -> usize {
-    match change {
-        Change::Add { dn, attributes_ber }
-        | Change::Modify { dn, attributes_ber }
-        | Change::Delete { dn, attributes_ber } => dn.len() + attributes_ber.len(),
-        Change::ModifyDn {
-            dn,
-            new_dn,
-            attributes_ber,
-        } => dn.len() + new_dn.len() + attributes_ber.len(),
     }
 }

@@ -161,7 +161,12 @@ impl Change {
     /// (at most four) elements.
     fn encoded_len_bound(&self) -> usize {
         const HEADERS: usize = 4 * (1 + 9);
-        let contents = match self {
+        self.contents_len() + HEADERS
+    }
+
+    /// The octets of the change's DNs and attribute list.
+    pub fn contents_len(&self) -> usize {
+        match self {
             Change::Add { dn, attributes_ber }
             | Change::Modify { dn, attributes_ber }
             | Change::Delete { dn, attributes_ber } => dn.len() + attributes_ber.len(),
@@ -170,8 +175,7 @@ impl Change {
                 new_dn,
                 attributes_ber,
             } => dn.len() + new_dn.len() + attributes_ber.len(),
-        };
-        contents + HEADERS
+        }
     }
 
     /// Decodes one change; never panics, whatever the input.
