@@ -473,25 +473,29 @@ impl Line<'_> {
     /// `,"name":value`, assembled on the stack and appended in one copy (a key's three
     /// pieces and the digits appended one by one were most of what a line's numbers cost).
     fn number(&mut self, name: &str, value: u64) {
-        if name.len() > MAX_NUMBER_NAME {
-            self.key(name);
-            push_u64(self.out, value);
-            return;
-        }
-        let mut f = Fixed::<{ MAX_NUMBER_NAME + 4 + U64 }>::new();
-        f.text(b",\"").text(name.as_bytes()).text(b"\":").u64(value);
-        f.append_to(self.out);
+        self.integer(name, false, value);
     }
 
     /// [`Line::number`] for a signed value.
     fn signed(&mut self, name: &str, value: i64) {
+        self.integer(name, value < 0, value.unsigned_abs());
+    }
+
+    /// `,"name":-magnitude` or `,"name":magnitude`.
+    fn integer(&mut self, name: &str, negative: bool, magnitude: u64) {
+        let sign: &[u8] = if negative { b"-" } else { b"" };
         if name.len() > MAX_NUMBER_NAME {
             self.key(name);
-            push_i64(self.out, value);
+            self.out.extend_from_slice(sign);
+            push_u64(self.out, magnitude);
             return;
         }
         let mut f = Fixed::<{ MAX_NUMBER_NAME + 4 + I64 }>::new();
-        f.text(b",\"").text(name.as_bytes()).text(b"\":").i64(value);
+        f.text(b",\"")
+            .text(name.as_bytes())
+            .text(b"\":")
+            .text(sign)
+            .u64(magnitude);
         f.append_to(self.out);
     }
 
