@@ -61,10 +61,11 @@ fn records_come_back_after_reopen_and_read_after_skips() {
 }
 
 /// Writes `n` records and fsyncs them, then a last one that is written but not fsynced
-/// (`sync = none`), and crashes keeping `keep` octets of that write; returns the storage
-/// and the last record's frame size. (A failed fsync would not do: the writer then takes
+/// (`sync = none`), and crashes keeping `keep` octets of that write; returns the storage,
+/// the last record's frame size and the offset where it starts (the end of the good
+/// records). (A failed fsync would not do: the writer then takes
 /// the failed write out of the log itself; `tests/disk_faults.rs`.)
-fn torn_log(n: u64, keep: usize) -> (FaultStorage, usize) {
+fn torn_log(n: u64, keep: usize) -> (FaultStorage, usize, usize) {
     let s = FaultStorage::new(2);
     let unsynced = WalOptions {
         sync: SyncPolicy::None,
@@ -75,35 +76,51 @@ fn torn_log(n: u64, keep: usize) -> (FaultStorage, usize) {
         wal.append(&payload(i)).unwrap();
     }
     assert_eq!(wal.sync().unwrap(), n);
+    let good_end = s.written_len(&dir().join(segment_name(1))).unwrap();
     let last = payload(n + 1);
     assert_eq!(wal.append(&last).unwrap(), n + 1);
     assert_eq!(wal.durable_lsn(), n, "the last record is not fsynced");
     s.crash_keeping(keep);
     drop(wal);
-    (s, RECORD_HEADER_LEN + last.len())
+    (s, RECORD_HEADER_LEN + last.len(), good_end)
 }
 
 #[test]
 fn a_torn_last_write_is_cut_at_every_offset() {
     let n = 6;
-    let (_, frame) = torn_log(n, 0);
-    let good_len = |s: &FaultStorage| s.read(&dir().join(segment_name(1))).unwrap().len();
+    let (_, frame, _) = torn_log(n, 0);
+    let segment = dir().join(segment_name(1));
     for keep in 0..frame {
-        let (s, _) = torn_log(n, keep);
-        let len_before = good_len(&s);
+        let (s, _, good_end) = torn_log(n, keep);
+        // The file with the segment's reserved zeros after the torn write.
+        let visible_before = s.read(&segment).unwrap().len();
+        assert!(visible_before > good_end + keep, "the segment reserved space");
         let (wal, report) = open(&s, WalOptions::default());
         assert_eq!(report.records, n, "keep {keep}");
         assert_eq!(report.last_lsn, Some(n));
         match &report.cut {
             None => assert_eq!(keep, 0, "a torn tail must be reported"),
             Some(cut) => {
-                assert_eq!(cut.path, dir().join(segment_name(1)));
-                assert_eq!(cut.offset as usize, len_before - keep);
-                assert_eq!(cut.discarded as usize, keep);
-                assert_eq!(cut.reason, Corruption::Incomplete);
+                assert_eq!(cut.path, segment);
+                assert_eq!(cut.offset as usize, good_end);
+                assert_eq!(cut.discarded as usize, visible_before - cut.offset as usize);
+                // The torn frame runs on into the zeros: its checksum fails, or a torn
+                // length word reads as too long for the file.
+                assert!(
+                    matches!(
+                        cut.reason,
+                        Corruption::Checksum | Corruption::Incomplete | Corruption::LengthTooLarge { .. }
+                    ),
+                    "keep {keep}: {:?}",
+                    cut.reason
+                );
             }
         }
-        assert_eq!(good_len(&s), len_before - keep, "the tail is truncated on disk");
+        assert_eq!(
+            s.read(&segment).unwrap().len(),
+            good_end,
+            "the tail and the reserved zeros are truncated on disk"
+        );
         assert_eq!(lsns_and_payloads(&all(&wal)), expected(n));
         assert_eq!(
             wal.append(b"after").unwrap(),
@@ -112,7 +129,7 @@ fn a_torn_last_write_is_cut_at_every_offset() {
         );
     }
     // The whole unacknowledged write surviving is allowed: it is then a valid record.
-    let (s, _) = torn_log(n, frame);
+    let (s, _, _) = torn_log(n, frame);
     let (_, report) = open(&s, WalOptions::default());
     assert_eq!((report.records, report.cut), (n + 1, None));
 }
@@ -173,7 +190,7 @@ fn crc_corruption_in_the_tail_is_cut_and_reported() {
     let (wal, _) = open(&s, WalOptions::default());
     let mut offsets = vec![];
     for i in 1..=5 {
-        offsets.push(s.read(&dir().join(segment_name(1))).unwrap().len());
+        offsets.push(s.written_len(&dir().join(segment_name(1))).unwrap());
         wal.append(&payload(i)).unwrap();
     }
     drop(wal);

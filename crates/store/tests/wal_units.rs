@@ -50,8 +50,9 @@ fn expected(n: u64) -> Vec<(u64, Vec<u8>)> {
 }
 
 /// Units of 1, 3 and 2 records fsynced, then a unit of `last` records written but not
-/// fsynced (`sync = none`), and a crash keeping `keep` octets of that write.
-fn torn_unit(last: u64, keep: usize) -> (FaultStorage, usize) {
+/// fsynced (`sync = none`), and a crash keeping `keep` octets of that write; returns the
+/// storage, the last unit's octets and the offset where it starts.
+fn torn_unit(last: u64, keep: usize) -> (FaultStorage, usize, usize) {
     let s = FaultStorage::new(3);
     let unsynced = WalOptions {
         sync: SyncPolicy::None,
@@ -65,6 +66,7 @@ fn torn_unit(last: u64, keep: usize) -> (FaultStorage, usize) {
         lsn = end + 1;
     }
     assert_eq!(wal.sync().unwrap(), 6);
+    let good_end = s.written_len(&dir().join(segment_name(1))).unwrap();
     let torn = unit(7, last);
     let octets = frames(&torn);
     let (_, end) = wal.submit_batch(torn).unwrap().unwrap();
@@ -72,41 +74,53 @@ fn torn_unit(last: u64, keep: usize) -> (FaultStorage, usize) {
     assert_eq!(wal.durable_lsn(), 6, "the last unit is not fsynced");
     s.crash_keeping(keep);
     drop(wal);
-    (s, octets)
+    (s, octets, good_end)
 }
 
 #[test]
 fn a_unit_torn_at_any_octet_is_cut_whole() {
     let last = 4;
-    let (_, octets) = torn_unit(last, 0);
+    let (_, octets, _) = torn_unit(last, 0);
     let segment = dir().join(segment_name(1));
     for keep in 0..octets {
-        let (s, _) = torn_unit(last, keep);
-        let len_before = s.read(&segment).unwrap().len();
+        let (s, _, good_end) = torn_unit(last, keep);
+        let visible_before = s.read(&segment).unwrap().len();
+        assert!(visible_before > good_end + keep, "the segment reserved space");
         let (wal, report) = open(&s, WalOptions::default());
         assert_eq!((report.records, report.last_lsn), (6, Some(6)), "keep {keep}");
         assert_eq!(report.next_lsn, Some(7));
         match &report.cut {
             None => assert_eq!(keep, 0, "a torn tail must be reported"),
             Some(cut) => {
-                assert_eq!(cut.offset as usize, len_before - keep, "keep {keep}");
-                assert_eq!(cut.discarded as usize, keep);
-                // A cut inside the unit's first record is an ordinary torn record; once
-                // a record of the unit is whole, the cut goes back to the unit's start.
+                assert_eq!(cut.offset as usize, good_end, "keep {keep}");
+                assert_eq!(cut.discarded as usize, visible_before - cut.offset as usize);
+                // A cut inside the unit's first record is an ordinary torn record (it runs
+                // on into the segment's reserved zeros, so its checksum fails); once a
+                // record of the unit is whole, the cut goes back to the unit's start.
                 let first_frame = RECORD_HEADER_LEN + payload(7).len();
-                let reason = if keep < first_frame {
-                    Corruption::Incomplete
+                if keep < first_frame {
+                    assert!(
+                        matches!(
+                            cut.reason,
+                            Corruption::Checksum | Corruption::Incomplete | Corruption::LengthTooLarge { .. }
+                        ),
+                        "keep {keep}: {:?}",
+                        cut.reason
+                    );
                 } else {
-                    Corruption::UnfinishedUnit
-                };
-                assert_eq!(cut.reason, reason, "keep {keep}");
+                    assert_eq!(cut.reason, Corruption::UnfinishedUnit, "keep {keep}");
+                }
             }
         }
-        assert_eq!(s.read(&segment).unwrap().len(), len_before - keep);
+        assert_eq!(
+            s.read(&segment).unwrap().len(),
+            good_end,
+            "cut and zeros truncated"
+        );
         assert_eq!(all(&wal), expected(6), "keep {keep}");
         assert_eq!(wal.append(b"after").unwrap(), 7, "LSNs continue after the cut");
     }
-    let (s, _) = torn_unit(last, octets);
+    let (s, _, _) = torn_unit(last, octets);
     let (wal, report) = open(&s, WalOptions::default());
     assert_eq!(
         (report.records, report.cut),

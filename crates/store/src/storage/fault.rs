@@ -7,7 +7,10 @@
 //! state, each surviving file falls back to its synced octets plus (when torn writes are on)
 //! a seed-chosen prefix of what was written after that; handles opened before the crash
 //! fail from then on. A truncate that was not followed by a sync is not modelled: `truncate`
-//! is durable at once, as the trait says.
+//! is durable at once, as the trait says. Space reserved ahead of a file's writes
+//! ([`Storage::open_append_reserving`]) is durable at once too, as a length: reads show it
+//! as zeros after the file's octets, and a crash leaves whatever survived of the writes
+//! followed by those zeros, as `fallocate` space does on Linux.
 //!
 //! A full disk: [`FaultStorage::set_capacity`] bounds the octets all named files may hold
 //! together. A write that does not fit is short (it takes what fits, as Linux does), and
@@ -43,6 +46,28 @@ pub struct FaultConfig {
 struct Inode {
     data: Vec<u8>,
     synced: Vec<u8>,
+    /// The file's length counting its reserved space: zeros after `data` up to here.
+    reserved_to: usize,
+}
+
+impl Inode {
+    /// The octets a reader sees: the data, then the reserved zeros.
+    fn visible_len(&self) -> usize {
+        self.data.len().max(self.reserved_to)
+    }
+
+    /// Makes the reserved zeros up to `len` part of the file's octets (durable, as the
+    /// reservation was), as a length change or a new handle's writes at the file's length
+    /// see them.
+    fn materialize_reserve(&mut self, len: usize) {
+        let len = len.min(self.visible_len());
+        if self.data.len() < len {
+            if self.synced.len() == self.data.len() {
+                self.synced.resize(len, 0);
+            }
+            self.data.resize(len, 0);
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -84,7 +109,7 @@ impl State {
         named
             .iter()
             .filter_map(|id| self.inodes.get(id))
-            .map(|i| i.data.len() as u64)
+            .map(|i| i.visible_len() as u64)
             .sum()
     }
 
@@ -109,6 +134,7 @@ impl State {
                 Inode {
                     data: survived.clone(),
                     synced: survived,
+                    reserved_to: inode.reserved_to,
                 },
             );
         }
@@ -193,6 +219,26 @@ impl FaultStorage {
         self.lock().used(u64::MAX)
     }
 
+    /// The octets written to `path`, without the zeros of space reserved after them
+    /// (`None` when there is no such file): where the next write goes.
+    pub fn written_len(&self, path: &Path) -> Option<usize> {
+        let s = self.lock();
+        s.names
+            .get(path)
+            .and_then(|id| s.inodes.get(id))
+            .map(|i| i.data.len())
+    }
+
+    /// Octets written to named files and not yet synced: what a crash may tear.
+    pub fn unsynced_octets(&self) -> u64 {
+        let s = self.lock();
+        s.names
+            .values()
+            .filter_map(|id| s.inodes.get(id))
+            .map(|i| i.data.len().saturating_sub(i.synced.len()) as u64)
+            .sum()
+    }
+
     /// File `sync` calls so far (failed ones included).
     pub fn file_sync_count(&self) -> u64 {
         self.lock().file_syncs
@@ -215,6 +261,7 @@ impl FaultStorage {
             Inode {
                 data: data.to_vec(),
                 synced: data.to_vec(),
+                reserved_to: 0,
             },
         );
         s.names.insert(path.to_path_buf(), id);
@@ -246,9 +293,26 @@ struct FaultFile {
     storage: FaultStorage,
     inode: u64,
     epoch: u64,
+    /// The step space is reserved in past the writes, 0 for none.
+    chunk: usize,
 }
 
 impl FaultFile {
+    /// The length to reserve up to once the file's data ends at `end`: whole chunks, when
+    /// the capacity has room for them (as `fallocate` fails on a full disk).
+    fn reservation(&self, s: &State, end: usize) -> usize {
+        if self.chunk == 0 {
+            return 0;
+        }
+        let to = end.div_ceil(self.chunk).saturating_mul(self.chunk);
+        let visible = s.inodes.get(&self.inode).map_or(0, Inode::visible_len);
+        let more = to.saturating_sub(visible.max(end)) as u64;
+        match s.capacity {
+            Some(capacity) if capacity.saturating_sub(s.used(self.inode)) < more => 0,
+            _ => to,
+        }
+    }
+
     fn state(&self) -> io::Result<MutexGuard<'_, State>> {
         let s = self.storage.lock();
         if s.epoch != self.epoch {
@@ -268,7 +332,12 @@ impl AppendFile for FaultFile {
             buf.len()
         };
         if let Some(capacity) = s.capacity {
-            let room = capacity.saturating_sub(s.used(self.inode));
+            // Octets written into the file's reserved space take no more room.
+            let slack = s
+                .inodes
+                .get(&self.inode)
+                .map_or(0, |i| i.visible_len() - i.data.len());
+            let room = capacity.saturating_sub(s.used(self.inode)) + slack as u64;
             if room == 0 && n > 0 {
                 // The kind and the words of Linux's ENOSPC.
                 return Err(io::Error::new(
@@ -278,9 +347,21 @@ impl AppendFile for FaultFile {
             }
             n = n.min(usize::try_from(room).unwrap_or(usize::MAX));
         }
+        let end = s.inodes.get(&self.inode).map_or(0, |i| i.data.len()) + n;
+        let reserve = self.reservation(&s, end);
         let inode = s.inodes.entry(self.inode).or_default();
         inode.data.extend_from_slice(buf.get(..n).unwrap_or_default());
+        inode.reserved_to = inode.reserved_to.max(reserve);
         Ok(n)
+    }
+
+    fn trim(&mut self) -> io::Result<()> {
+        let mut s = self.state()?;
+        if let Some(inode) = s.inodes.get_mut(&self.inode) {
+            inode.reserved_to = 0;
+            inode.synced = inode.data.clone();
+        }
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
@@ -302,14 +383,20 @@ impl AppendFile for FaultFile {
     }
 }
 
-impl Storage for FaultStorage {
-    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+impl FaultStorage {
+    fn open(&self, path: &Path, chunk: usize) -> io::Result<Box<dyn AppendFile>> {
         let mut s = self.lock();
         if !s.dirs.contains(&parent(path)) {
             return Err(not_found(path));
         }
         let id = match s.names.get(path) {
-            Some(&id) => id,
+            Some(&id) => {
+                // Writes go on at the file's length, reserved zeros included.
+                if let Some(inode) = s.inodes.get_mut(&id) {
+                    inode.materialize_reserve(inode.visible_len());
+                }
+                id
+            }
             None => {
                 let id = s.next_inode;
                 s.next_inode += 1;
@@ -323,13 +410,28 @@ impl Storage for FaultStorage {
             storage: self.clone(),
             inode: id,
             epoch,
+            chunk,
         }))
+    }
+}
+
+impl Storage for FaultStorage {
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+        self.open(path, 0)
+    }
+
+    fn open_append_reserving(&self, path: &Path, chunk: u64) -> io::Result<Box<dyn AppendFile>> {
+        self.open(path, usize::try_from(chunk).unwrap_or(usize::MAX))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let s = self.lock();
         let id = s.names.get(path).ok_or_else(|| not_found(path))?;
-        Ok(s.inodes.get(id).map(|i| i.data.clone()).unwrap_or_default())
+        Ok(s.inodes.get(id).map_or_else(Vec::new, |i| {
+            let mut octets = i.data.clone();
+            octets.resize(i.visible_len(), 0);
+            octets
+        }))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
@@ -392,8 +494,10 @@ impl Storage for FaultStorage {
         let id = *s.names.get(path).ok_or_else(|| not_found(path))?;
         let len = usize::try_from(len).unwrap_or(usize::MAX);
         if let Some(inode) = s.inodes.get_mut(&id) {
+            inode.materialize_reserve(len);
             inode.data.truncate(len);
             inode.synced.truncate(len);
+            inode.reserved_to = inode.reserved_to.min(len);
         }
         Ok(())
     }

@@ -23,6 +23,21 @@ pub const MAX_RECORD_PAYLOAD: usize = 16 << 20;
 /// Default size at which the writer starts a new segment (64 MiB). A segment exceeds it
 /// only when a single record is larger than the room left in an empty segment.
 pub const SEGMENT_SIZE_LIMIT: u64 = 64 << 20;
+/// The step in which the segment being written reserves space ahead of its records (4 MiB,
+/// or the segment size limit when that is smaller): a batch's fsync then writes only the
+/// data, no new blocks or length (`Storage::open_append_reserving`). The reserved space
+/// reads as zeros, so the last segment may end in zeros after its last record; the writer
+/// gives the space back before it starts the next segment.
+pub const SEGMENT_RESERVE_CHUNK: u64 = 4 << 20;
+
+/// Whether everything in `segment` from `offset` on is zero: the space the last segment
+/// reserved ahead of its records, not a record. (A torn record is not all zeros: its
+/// length word or checksum is written first.)
+pub fn is_reserved_tail(segment: &[u8], offset: usize) -> bool {
+    segment
+        .get(offset..)
+        .is_some_and(|tail| tail.chunks(4096).all(|c| c.iter().fold(0, |a, &b| a | b) == 0))
+}
 
 /// A problem found in a segment header or a record frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -16,7 +16,8 @@
 //! | 12 | 8 | first LSN, u64 (equals the file name's) |
 //! | 20 | 4 | CRC32C (Castagnoli) of octets 0..20 |
 //!
-//! Then records, back to back, until the end of the file:
+//! Then records, back to back, until the end of the file (or the last segment's reserved
+//! zeros):
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
@@ -33,7 +34,9 @@
 //!
 //! A new segment starts when the next unit would take the current one past the size limit
 //! ([`SEGMENT_SIZE_LIMIT`] by default), so the next segment's name is one past the previous
-//! segment's last LSN. A segment is fsynced before its successor is created.
+//! segment's last LSN. A segment is fsynced, and gives back the space it reserved ahead of its
+//! records ([`SEGMENT_RESERVE_CHUNK`] at a time, so that a sync writes only data), before its
+//! successor is created; only a crash leaves the last segment ending in reserved zeros.
 //!
 //! Format 1 (segments written before commit units) has no [`CONTINUES`] bit (its checksum
 //! covers the LSN and the payload only); such segments are read as units of one record, and
@@ -59,7 +62,8 @@ use std::path::{Path, PathBuf};
 pub use format::{
     decode_header, decode_record, encode_header, encode_record, parse_segment_name, record_crc,
     record_crc_v1, segment_name, Corruption, Frame, SegmentHeader, CONTINUES, FORMAT_VERSION,
-    FORMAT_VERSION_1, MAGIC, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_SIZE_LIMIT,
+    FORMAT_VERSION_1, MAGIC, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
+    SEGMENT_RESERVE_CHUNK, SEGMENT_SIZE_LIMIT,
 };
 pub(crate) use recovery::list_segments;
 pub use recovery::{oldest_segment_lsn, recover, Record, RecoveryReport, TailCut, WalReader};

@@ -13,7 +13,11 @@
 //!    record has the continues bit), the cut starts at that unit's first record instead.
 //!    The file is truncated there (durably) and the cut is returned in
 //!    [`RecoveryReport::cut`]. A last segment shorter than its header is removed (the cut
-//!    has offset 0).
+//!    has offset 0). When everything from the first failing record on is zeros, that is
+//!    the space the segment reserved ahead of its records ([`SEGMENT_RESERVE_CHUNK`]), not
+//!    damage: the file is truncated there the same way, but nothing is reported (a write
+//!    that reached none of its octets to the disk was never acknowledged, as with a file
+//!    that never grew).
 //! 5. Anywhere else (a non-last segment, or a complete but invalid header) a failure is a
 //!    [`WalError`] naming the file and offset: a finished segment was fsynced before the
 //!    next one was created, so damage there is not a torn write and cutting it would
@@ -23,8 +27,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[cfg(doc)]
+use super::format::SEGMENT_RESERVE_CHUNK;
 use super::format::{
-    decode_header, decode_record, parse_segment_name, Corruption, SegmentHeader, SEGMENT_HEADER_LEN,
+    decode_header, decode_record, is_reserved_tail, parse_segment_name, Corruption, SegmentHeader,
+    SEGMENT_HEADER_LEN,
 };
 use super::{Lsn, WalError};
 use crate::storage::Storage;
@@ -160,6 +167,13 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<RecoveryReport, WalE
         let scan = scan_records(&data, seg.first_lsn, version)?;
         match (scan.end_problem(), is_last) {
             (None, _) => {}
+            (Some((offset, problem)), true)
+                if problem != Corruption::UnfinishedUnit && is_reserved_tail(&data, offset) =>
+            {
+                storage
+                    .truncate(&seg.path, offset as u64)
+                    .map_err(|e| WalError::io("truncate", &seg.path, e))?;
+            }
             (Some((offset, problem)), true) => {
                 storage
                     .truncate(&seg.path, offset as u64)
@@ -288,7 +302,8 @@ pub struct Record {
 /// time, verifying every CRC and the LSN sequence again.
 ///
 /// It does not cut anything: run [`recover`] (or [`super::Wal::open`]) first. An incomplete
-/// record at the end of the last segment ends the iteration (it is a write in progress);
+/// record at the end of the last segment ends the iteration (it is a write in progress), as
+/// do the zeros of the space the last segment reserved after its records;
 /// any other problem is yielded once as an error, and the iteration ends.
 pub struct WalReader<'s> {
     storage: StorageRef<'s>,
@@ -433,6 +448,11 @@ impl Iterator for WalReader<'_> {
                     }
                 }
                 Err(Corruption::Incomplete) if self.remaining_segments == 0 => {
+                    self.done = true;
+                    return None;
+                }
+                // The last segment's reserved space after its last record.
+                Err(_) if self.remaining_segments == 0 && is_reserved_tail(data, *offset) => {
                     self.done = true;
                     return None;
                 }

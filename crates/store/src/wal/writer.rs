@@ -9,12 +9,14 @@
 //! 3. It frames the records into one buffer and writes it; when the next commit unit (a
 //!    record, or the records of one caller's write that [`Wal::submit_batch`] marked as
 //!    continuing) would push the segment past the size limit, it first writes and fsyncs
-//!    what it has, then creates the next segment (header written and fsynced, directory
-//!    fsynced). A unit is never split between segments.
+//!    what it has, gives back the space the segment reserved ahead of its records
+//!    ([`SEGMENT_RESERVE_CHUNK`]), then creates the next segment (header written and
+//!    fsynced, directory fsynced). A unit is never split between segments.
 //! 4. Under [`SyncPolicy::Always`] it fsyncs once for the whole batch, then acknowledges
 //!    every record in it. Under `Batch` and `None` it acknowledges after the write and
 //!    fsyncs later (`Batch`: at most `window` after the first unsynced write; `None`: at a
 //!    segment roll, on [`Wal::sync`] and on close).
+//!    On close, after the last fsync, the last segment gives back its reserved space.
 //! 5. Any I/O error (a failed write or fsync, a segment that cannot be created) stops the
 //!    writer for good: the records not yet acknowledged, and every later append, get
 //!    [`WalError::Failed`], and [`WalOptions::on_failure`] is told, once. An fsync is never
@@ -38,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use super::format::{
     encode_header, encode_record, segment_name, FORMAT_VERSION, MAX_RECORD_PAYLOAD, RECORD_HEADER_LEN,
-    SEGMENT_HEADER_LEN, SEGMENT_SIZE_LIMIT,
+    SEGMENT_HEADER_LEN, SEGMENT_RESERVE_CHUNK, SEGMENT_SIZE_LIMIT,
 };
 use super::recovery::{recover, RecoveryReport, WalReader};
 use super::{Lsn, WalError};
@@ -234,15 +236,32 @@ struct BatchMark {
     created: Vec<PathBuf>,
 }
 
+/// The step in which a segment of at most `limit` octets reserves space.
+fn reserve_chunk(limit: u64) -> u64 {
+    SEGMENT_RESERVE_CHUNK.min(limit)
+}
+
+/// Opens the segment at `path` to write after what it holds (recovery has cut any
+/// reserved zeros), reserving space for a segment of at most `limit` octets.
+fn open_segment(
+    storage: &dyn Storage,
+    path: &Path,
+    limit: u64,
+    what: &'static str,
+) -> Result<Box<dyn AppendFile>, WalError> {
+    storage
+        .open_append_reserving(path, reserve_chunk(limit))
+        .map_err(|e| WalError::io(what, path, e))
+}
+
 fn create_segment(
     storage: &dyn Storage,
     dir: &Path,
     first_lsn: Lsn,
+    limit: u64,
 ) -> Result<Box<dyn AppendFile>, WalError> {
     let path = dir.join(segment_name(first_lsn));
-    let mut file = storage
-        .open_append(&path)
-        .map_err(|e| WalError::io("create", &path, e))?;
+    let mut file = open_segment(storage, &path, limit, "create")?;
     let mut header = Vec::with_capacity(SEGMENT_HEADER_LEN);
     encode_header(first_lsn, &mut header);
     file.write_all(&header)
@@ -283,10 +302,14 @@ impl SegmentWriter {
             // relies on it (damage in a non-last segment is never a torn write).
             self.flush()?;
             self.sync()?;
+            // Only the last segment may end in reserved zeros (recovery's rule).
+            self.file
+                .trim()
+                .map_err(|e| WalError::io("truncate", &self.path, e))?;
             let path = self.dir.join(segment_name(lsn));
             // Noted before it exists: a creation that fails halfway leaves a file to remove.
             self.mark.created.push(path.clone());
-            self.file = create_segment(&*self.storage, &self.dir, lsn)?;
+            self.file = create_segment(&*self.storage, &self.dir, lsn, self.limit)?;
             self.path = path;
             self.size = SEGMENT_HEADER_LEN as u64;
             self.records_in_segment = 0;
@@ -333,15 +356,12 @@ impl SegmentWriter {
         let last = next - 1;
         match super::truncate::cut_from(&*self.storage, &self.dir, from)? {
             Some(end) => {
-                self.file = self
-                    .storage
-                    .open_append(&end.path)
-                    .map_err(|e| WalError::io("open", &end.path, e))?;
+                self.file = open_segment(&*self.storage, &end.path, self.limit, "open")?;
                 self.path = end.path;
                 self.size = end.len;
             }
             None => {
-                self.file = create_segment(&*self.storage, &self.dir, next)?;
+                self.file = create_segment(&*self.storage, &self.dir, next, self.limit)?;
                 self.path = self.dir.join(segment_name(next));
                 self.size = SEGMENT_HEADER_LEN as u64;
                 self.storage
@@ -425,15 +445,13 @@ impl Wal {
         };
         let (file, path, next_lsn, size) = match (report.next_lsn, last_segment) {
             (Some(next), Some(path)) => {
-                let file = storage
-                    .open_append(path)
-                    .map_err(|e| WalError::io("open", path, e))?;
+                let file = open_segment(&*storage, path, options.segment_size_limit, "open")?;
                 (file, path.clone(), next, report.last_segment_len)
             }
             (next, _) => {
                 let first = next.unwrap_or(options.first_lsn).max(1);
                 (
-                    create_segment(&*storage, dir, first)?,
+                    create_segment(&*storage, dir, first, options.segment_size_limit)?,
                     dir.join(segment_name(first)),
                     first,
                     SEGMENT_HEADER_LEN as u64,
@@ -800,6 +818,11 @@ fn run_writer(shared: &Shared, mut w: SegmentWriter, policy: SyncPolicy, on_fail
             }
             if let Some((from, next)) = cut {
                 w.cut_from(from, next)?;
+            }
+            if closing {
+                // A log closed cleanly ends where its records end; only a crash leaves the
+                // last segment's reserved zeros behind.
+                w.file.trim().map_err(|e| WalError::io("truncate", &w.path, e))?;
             }
             Ok::<(), WalError>(())
         })();
