@@ -193,8 +193,11 @@ impl StoredEntry {
             listed.push((ty, options, a.values));
         }
         // Stable: the attributes of one description keep their listed order, and so do
-        // their merged values.
-        listed.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+        // their merged values. A list written from a stored entry (a replicated change) is
+        // in this order already.
+        if !listed.is_sorted_by(|x, y| (x.0, &x.1) <= (y.0, &y.1)) {
+            listed.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+        }
         let mut out = Vec::with_capacity(ber.len());
         let mut run = Vec::new();
         let mut rest = &listed[..];
