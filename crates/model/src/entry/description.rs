@@ -6,7 +6,7 @@ use std::fmt;
 /// Options of an attribute description, normalized: lower-case, sorted, without
 /// duplicates, each preceded by `;` (empty when there are none). Options are rare, so they
 /// are kept as one small string.
-#[derive(Clone, Eq, Hash, Default)]
+#[derive(Clone, Eq, Default)]
 pub struct Options(Box<str>);
 
 // Compared as the strings are, but two empty sets (nearly every attribute's) without a
@@ -15,6 +15,12 @@ pub struct Options(Box<str>);
 impl PartialEq for Options {
     fn eq(&self, other: &Self) -> bool {
         self.0.len() == other.0.len() && (self.0.is_empty() || self.0 == other.0)
+    }
+}
+
+impl std::hash::Hash for Options {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
     }
 }
 
