@@ -7,19 +7,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::temp_dir;
+use common::{temp_dir, wal_records as all};
 use larch_store::storage::{FaultStorage, FsStorage, Storage};
-use larch_store::wal::{segment_name, Record, Wal, WalOptions, SEGMENT_HEADER_LEN, SEGMENT_RESERVE_CHUNK};
+use larch_store::wal::{segment_name, Wal, WalOptions, SEGMENT_HEADER_LEN, SEGMENT_RESERVE_CHUNK};
 
 fn payload(i: u64) -> Vec<u8> {
     format!("record {i} ").repeat(i as usize % 4 + 1).into_bytes()
-}
-
-fn all(wal: &Wal) -> Vec<(u64, Vec<u8>)> {
-    wal.read_after(0)
-        .unwrap()
-        .map(|r| r.map(|Record { lsn, payload, .. }| (lsn, payload)).unwrap())
-        .collect()
 }
 
 fn expected(n: u64) -> Vec<(u64, Vec<u8>)> {

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use larch_model::dn::NormDn;
 use larch_model::entry::{Entry, Options};
 use larch_model::schema::Schema;
+use larch_store::wal::{Corruption, Record, Wal};
 
 /// The built-in schema, loaded once per test binary.
 pub fn schema() -> Arc<Schema> {
@@ -66,4 +67,22 @@ pub fn entry(dn: &str) -> Entry {
         e.push_value(at("cn"), &none, dn.rdns[0].avas[0].value.clone());
     }
     e
+}
+
+/// Every record of the log, as (LSN, payload).
+pub fn wal_records(wal: &Wal) -> Vec<(u64, Vec<u8>)> {
+    wal.read_after(0)
+        .unwrap()
+        .map(|r| r.map(|Record { lsn, payload, .. }| (lsn, payload)).unwrap())
+        .collect()
+}
+
+/// Whether `reason` is what recovery finds at a record torn by a crash in a segment that
+/// reserved space: the frame runs on into the zeros, so its checksum fails, or a torn
+/// length word reads as too long for the file.
+pub fn is_torn_frame(reason: Corruption) -> bool {
+    matches!(
+        reason,
+        Corruption::Checksum | Corruption::Incomplete | Corruption::LengthTooLarge { .. }
+    )
 }
