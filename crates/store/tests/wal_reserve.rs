@@ -179,3 +179,45 @@ fn a_reserving_file_writes_after_its_octets_not_after_its_reserved_space() {
     assert_eq!(&std::fs::read(&path).unwrap()[5010..], b"end");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_segment_created_just_before_a_crash_is_removed_with_its_reserved_zeros() {
+    let mut header = Vec::new();
+    larch_store::wal::encode_header(2, &mut header);
+    // Its reservation was made, its header torn or not written at all.
+    let torn_header: Vec<u8> = header[..10].iter().copied().chain([0; 4096]).collect();
+    for planted in [vec![0; 4096], torn_header] {
+        let s = FaultStorage::new(8);
+        let (wal, _) = Wal::open(Arc::new(s.clone()), &fault_dir(), small()).unwrap();
+        wal.append(b"a").unwrap();
+        wal.close().unwrap();
+        let created = fault_dir().join(segment_name(2));
+        s.put_durable(&created, &planted);
+        let (wal, report) = Wal::open(Arc::new(s.clone()), &fault_dir(), small()).unwrap();
+        let cut = report.cut.expect("reported");
+        assert_eq!(
+            (cut.path, cut.offset, cut.discarded),
+            (created, 0, planted.len() as u64)
+        );
+        assert_eq!((report.records, report.next_lsn), (1, Some(2)));
+        assert_eq!(wal.append(b"b").unwrap(), 2);
+        assert_eq!(all(&wal), [(1, b"a".to_vec()), (2, b"b".to_vec())]);
+    }
+}
+
+#[test]
+fn a_bad_header_before_records_is_still_an_error() {
+    let s = FaultStorage::new(9);
+    let (wal, _) = Wal::open(Arc::new(s.clone()), &fault_dir(), small()).unwrap();
+    wal.append(b"a").unwrap();
+    wal.close().unwrap();
+    let path = fault_dir().join(segment_name(1));
+    let mut data = s.read(&path).unwrap();
+    data[..10].fill(0);
+    data.extend_from_slice(&[0; 4096]);
+    s.put_durable(&path, &data);
+    assert!(matches!(
+        larch_store::wal::recover(&s, &fault_dir()),
+        Err(larch_store::wal::WalError::BadHeader { .. })
+    ));
+}

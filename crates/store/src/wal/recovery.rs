@@ -12,8 +12,9 @@
 //!    tail that is cut; when the records before it end inside a commit unit (the last good
 //!    record has the continues bit), the cut starts at that unit's first record instead.
 //!    The file is truncated there (durably) and the cut is returned in
-//!    [`RecoveryReport::cut`]. A last segment shorter than its header is removed (the cut
-//!    has offset 0). When everything from the first failing record on is zeros, that is
+//!    [`RecoveryReport::cut`]. A last segment shorter than its header, or whose invalid
+//!    header is followed by nothing but reserved zeros, is removed (the cut has offset 0):
+//!    it was created just before a crash, and its header is fsynced before any record. When everything from the first failing record on is zeros, that is
 //!    the space the segment reserved ahead of its records ([`SEGMENT_RESERVE_CHUNK`]), not
 //!    damage: the file is truncated there the same way, but nothing is reported (a write
 //!    that reached none of its octets to the disk was never acknowledged, as with a file
@@ -140,8 +141,14 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<RecoveryReport, WalE
                     },
                 })
             }
-            Err(Corruption::Incomplete) if is_last => {
-                // Created but crashed before its header was durable: no record can be in it.
+            // Created but crashed before its header was durable: no record can be in it (a
+            // segment's header is fsynced before any record is written). With its space
+            // reserved ahead, such a segment is a header's torn prefix, or nothing, followed
+            // by zeros.
+            Err(problem)
+                if is_last
+                    && (problem == Corruption::Incomplete || is_reserved_tail(&data, SEGMENT_HEADER_LEN)) =>
+            {
                 storage
                     .remove(&seg.path)
                     .map_err(|e| WalError::io("remove", &seg.path, e))?;
@@ -150,7 +157,7 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<RecoveryReport, WalE
                     path: seg.path.clone(),
                     offset: 0,
                     discarded: data.len() as u64,
-                    reason: Corruption::Incomplete,
+                    reason: problem,
                 });
                 report.next_lsn = Some(seg.first_lsn);
                 report.last_segment_len = 0;

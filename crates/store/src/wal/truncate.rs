@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::format::{decode_header, decode_record, SEGMENT_HEADER_LEN};
+use super::format::{decode_header, decode_record, is_reserved_tail, SEGMENT_HEADER_LEN};
 use super::recovery::list_segments;
 use super::{Lsn, WalError};
 use crate::storage::Storage;
@@ -52,7 +52,8 @@ pub(crate) fn cut_from(storage: &dyn Storage, dir: &Path, from: Lsn) -> Result<O
     Ok(end)
 }
 
-/// The offset of record `lsn` in a segment, or its end when the segment ends before it.
+/// The offset of record `lsn` in a segment, or its end (before any reserved zeros) when the
+/// segment ends before it.
 fn record_offset(data: &[u8], path: &Path, lsn: Lsn) -> Result<usize, WalError> {
     let header = decode_header(data).map_err(|problem| WalError::BadHeader {
         path: path.to_path_buf(),
@@ -61,12 +62,17 @@ fn record_offset(data: &[u8], path: &Path, lsn: Lsn) -> Result<usize, WalError> 
     let mut offset = SEGMENT_HEADER_LEN;
     let mut next = header.first_lsn;
     while offset < data.len() && next < lsn {
-        let frame =
-            decode_record(data, offset, next, header.version).map_err(|problem| WalError::CorruptRecord {
-                path: path.to_path_buf(),
-                offset: offset as u64,
-                problem,
-            })?;
+        let frame = match decode_record(data, offset, next, header.version) {
+            Ok(frame) => frame,
+            Err(_) if is_reserved_tail(data, offset) => break,
+            Err(problem) => {
+                return Err(WalError::CorruptRecord {
+                    path: path.to_path_buf(),
+                    offset: offset as u64,
+                    problem,
+                })
+            }
+        };
         offset = frame.end;
         next += 1;
     }
