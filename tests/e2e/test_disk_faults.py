@@ -37,12 +37,17 @@ from ldaputil import assert_result, connect, dns_of, search_entries
 pytestmark = [pytest.mark.reliability,
               pytest.mark.larch_only("Larch's answer to a full disk: slapd's back-mdb has its own")]
 
-# The small disks. Large enough for a fresh data directory and a few hundred writes (the
-# first log segment grows as written), small enough to fill in a moment.
-DATA_DISK = "4m"
+# The small disks. The data disk holds a fresh data directory and the log with the space
+# it reserves ahead of its records (4 MiB, docs/formats.md) once per cycle of the long form
+# (each cycle's writes use up one reservation); small enough to fill in a moment.
+DATA_DISK = "64m"
 LOG_DISK = "1m"
 # Room left free for the writes that fill the disk: each add below logs about 2 KiB.
 HEADROOM = 48 * 1024
+# What the log's segment may hold reserved when the disk is filled: the writes use it up
+# before they need the last HEADROOM (the next reservation does not fit, and the log then
+# grows as written).
+LOG_RESERVE = 4 * 1024 * 1024
 # The longest wait for the access log's writer (it drains every 100 ms) to meet the disk.
 LOG_WAIT_S = 20.0
 THE_HALT = "the directory stopped accepting writes"
@@ -126,11 +131,11 @@ def error_log_lines(srv, words):
 
 
 def fill_until_refused(srv, disk, acked, cycle):
-    """Fills `disk` but for HEADROOM, then adds entries until one is refused; returns the
-    filler file and the refusal."""
+    """Fills `disk` but for HEADROOM, then adds entries until one is refused (once the log's
+    reserved space and the headroom are used up); returns the filler file and the refusal."""
     writer = admin_conn(srv)
     filler = fill(disk, HEADROOM)
-    for i in range(HEADROOM // 1024 * 4):
+    for i in range((LOG_RESERVE + HEADROOM) // 1024):
         dn = f"ou=fill{cycle}-{i},{srv.base}"
         writer.add(dn, attributes=unit_attrs(i))
         if writer.result["result"] != 0:
