@@ -174,18 +174,13 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<RecoveryReport, WalE
         let scan = scan_records(&data, seg.first_lsn, version)?;
         match (scan.end_problem(), is_last) {
             (None, _) => {}
-            (Some((offset, problem)), true)
-                if problem != Corruption::UnfinishedUnit && is_reserved_tail(&data, offset) =>
-            {
-                storage
-                    .truncate(&seg.path, offset as u64)
-                    .map_err(|e| WalError::io("truncate", &seg.path, e))?;
-            }
             (Some((offset, problem)), true) => {
                 storage
                     .truncate(&seg.path, offset as u64)
                     .map_err(|e| WalError::io("truncate", &seg.path, e))?;
-                report.cut = Some(TailCut {
+                // The segment's reserved zeros after its last record are not damage.
+                let reserved = problem != Corruption::UnfinishedUnit && is_reserved_tail(&data, offset);
+                report.cut = (!reserved).then(|| TailCut {
                     path: seg.path.clone(),
                     offset: offset as u64,
                     discarded: (data.len() - offset) as u64,
