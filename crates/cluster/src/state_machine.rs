@@ -120,6 +120,34 @@ impl StateMachine {
         })
     }
 
+    /// Waits until this node's own log has `last` on disk. A leader's entry can be
+    /// committed by the followers before the leader's log has flushed it (the leader does
+    /// not wait for its flush before replicating, vendor/openraft/LARCH.md); nothing is
+    /// published before it is durable here too, so a version, a snapshot and the change
+    /// feed never get ahead of the node's own log. A follower's entries, and a leader's
+    /// whose flush was quicker than the followers' answers, are there already.
+    async fn local_log_holds(&self, last: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        let wal = self.store.wal();
+        let lsn = lsn_of(&last);
+        if wal.last_lsn() >= lsn {
+            return Ok(());
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        wal.on_acknowledged(
+            lsn,
+            Box::new(move |flushed| {
+                let _ = tx.send(flushed);
+            }),
+        );
+        let flushed = rx.await.map_err(|_| {
+            StorageIOError::apply(
+                last,
+                AnyError::error("the log stopped before the entry was flushed"),
+            )
+        })?;
+        flushed.map_err(|e| StorageIOError::apply(last, AnyError::error(e.to_string())).into())
+    }
+
     /// The LSN of the last applied entry.
     pub fn applied_lsn(&self) -> u64 {
         self.applied_lsn.load(Ordering::Acquire)
@@ -243,6 +271,7 @@ impl RaftStateMachine<Larch> for StateMachine {
         let Some(last) = last else {
             return Ok(Vec::new());
         };
+        self.local_log_holds(last).await?;
         let this = self.clone();
         let publish = move || this.publish(&replicated, membership, last);
         if octets <= INLINE_APPLY_OCTETS {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{add, add_suffix, address, apply, content, open_store, write, Cluster, Op, SUFFIX};
 use larch_store::consensus::ReplicateError;
@@ -50,6 +50,48 @@ async fn writes_on_the_leader_reach_every_node() {
         }
         other => panic!("a follower took a write: {other:?}"),
     }
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_leader_replicates_an_entry_while_its_own_log_flushes_it() {
+    // The leader's disk has not answered its fsync: the followers get the entry all the
+    // same, commit it between them and apply it; the leader publishes it and answers the
+    // write only once its own log holds it.
+    let cluster = Cluster::start(3, 7).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let store = cluster.nodes[&leader].store.clone();
+    add_suffix(&store).await;
+    cluster.converged(Duration::from_secs(10)).await;
+    let followers: Vec<u64> = cluster.ids.iter().copied().filter(|id| *id != leader).collect();
+    let held = "cn=held,dc=example,dc=com";
+
+    cluster.nodes[&leader].storage.hold_syncs(true);
+    let writer = store.clone();
+    let pending = tokio::spawn(async move { write(&writer, add("held", "v")).await });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !followers
+        .iter()
+        .all(|id| content(&cluster.nodes[id].store.current()).contains_key(held))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the followers did not apply the entry while the leader's fsync was held"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !pending.is_finished(),
+        "the write was answered before the leader's log held it"
+    );
+    assert!(!content(&store.current()).contains_key(held));
+
+    cluster.nodes[&leader].storage.hold_syncs(false);
+    pending.await.unwrap().unwrap().unwrap();
+    assert!(content(&store.current()).contains_key(held));
+    let state = cluster.converged(Duration::from_secs(10)).await;
+    assert_eq!(state.get(held).map(String::as_str), Some("v"));
     cluster.stop().await;
 }
 

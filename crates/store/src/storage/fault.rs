@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::{AppendFile, DirState, Storage};
@@ -147,6 +147,31 @@ impl State {
 pub struct FaultStorage {
     state: Arc<Mutex<State>>,
     config: Arc<FaultConfig>,
+    held_syncs: Arc<SyncGate>,
+}
+
+/// Holds every file `sync` while closed ([`FaultStorage::hold_syncs`]): a disk that has
+/// not answered yet.
+#[derive(Debug, Default)]
+struct SyncGate {
+    held: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl SyncGate {
+    fn set(&self, held: bool) {
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = held;
+        if !held {
+            self.opened.notify_all();
+        }
+    }
+
+    fn pass(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        while *held {
+            held = self.opened.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -178,6 +203,7 @@ impl FaultStorage {
         FaultStorage {
             state: Arc::new(Mutex::new(state)),
             config: Arc::new(config),
+            held_syncs: Arc::default(),
         }
     }
 
@@ -206,6 +232,12 @@ impl FaultStorage {
     /// Makes every file `sync` fail (`true`) or behave per the configuration (`false`).
     pub fn set_fail_syncs(&self, fail: bool) {
         self.lock().fail_syncs = fail;
+    }
+
+    /// Makes every file `sync` wait (`true`) until released (`false`): the thread that
+    /// syncs blocks as on a disk slow to answer. Writes and reads go on.
+    pub fn hold_syncs(&self, held: bool) {
+        self.held_syncs.set(held);
     }
 
     /// Bounds the octets all files may hold together (`None`: no bound), a full disk when
@@ -365,6 +397,7 @@ impl AppendFile for FaultFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        self.storage.held_syncs.pass();
         let delay = self.storage.config.sync_delay;
         if !delay.is_zero() {
             std::thread::sleep(delay);

@@ -3,6 +3,8 @@ use crate::raft::VoteResponse;
 use crate::replication;
 use crate::MessageSummary;
 use crate::RaftTypeConfig;
+use crate::LogId;
+use crate::StorageError;
 use crate::Vote;
 
 /// A message coming from the internal components.
@@ -38,6 +40,15 @@ where C: RaftTypeConfig
 
     /// Result of executing a command sent from network worker.
     Network { response: replication::Response<C> },
+
+    /// Larch: the log store flushed entries up to `last_log_id`, appended by this node as
+    /// the leader with `vote` (the leader does not wait for it, see
+    /// `RaftCore::submit_leader_append`).
+    LocalLogFlushed {
+        vote: Vote<C::NodeId>,
+        last_log_id: LogId<C::NodeId>,
+        result: Result<(), StorageError<C::NodeId>>,
+    },
 
     /// Result of executing a command sent from state machine worker.
     StateMachine { command_result: sm::CommandResult<C> },
@@ -87,6 +98,9 @@ where C: RaftTypeConfig
             }
             Self::Tick { i } => {
                 format!("Tick {}", i)
+            }
+            Self::LocalLogFlushed { vote, last_log_id, result } => {
+                format!("LocalLogFlushed: by {}: upto {}: {:?}", vote, last_log_id, result.as_ref().map_err(|e| e.to_string()))
             }
         }
     }

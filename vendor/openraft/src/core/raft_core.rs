@@ -730,6 +730,47 @@ where
         Ok(())
     }
 
+    /// Larch: submits entries this node appends as the leader with `vote` to the log store
+    /// without waiting for them to be flushed (as the 0.10 line does): the commands after
+    /// it (replicating the entries to the followers above all) run while the log store
+    /// flushes, so the leader's flush and the followers' happen at the same time instead of
+    /// one after the other. When the flush is done, [`Notify::LocalLogFlushed`] updates the
+    /// leader's own progress, which is what counts it toward a quorum; until then an entry
+    /// is committed only by a quorum of the others.
+    ///
+    /// Only the leader's appends go this way: a follower answers an AppendEntries request
+    /// once its append is flushed, which `append_to_log` waits for.
+    async fn submit_leader_append<I>(
+        &mut self,
+        entries: I,
+        vote: Vote<C::NodeId>,
+        last_log_id: LogId<C::NodeId>,
+    ) -> Result<(), StorageError<C::NodeId>>
+    where
+        I: IntoIterator<Item = C::Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let (tx, rx) = C::AsyncRuntime::oneshot();
+        let callback = LogFlushed::new(LogIOId::new(vote.clone(), Some(last_log_id.clone())), tx);
+        self.log_store.append(entries, callback).await?;
+
+        let tx_notify = self.tx_notify.clone();
+        let _ = C::AsyncRuntime::spawn(async move {
+            let result = match rx.await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(StorageIOError::write_logs(AnyError::error(e)).into()),
+                Err(e) => Err(StorageIOError::write_logs(AnyError::error(e)).into()),
+            };
+            // The core may have stopped: nothing is waiting for it then.
+            let _ = tx_notify.send(Notify::LocalLogFlushed {
+                vote,
+                last_log_id,
+                result,
+            });
+        });
+        Ok(())
+    }
+
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn apply_to_state_machine(
         &mut self,
@@ -1327,6 +1368,21 @@ where
                 }
             }
 
+            Notify::LocalLogFlushed {
+                vote,
+                last_log_id,
+                result,
+            } => {
+                result?;
+                // A flush reported after this node stopped leading with `vote` counts for
+                // nothing: its progress is no longer tracked.
+                if self.engine.leader.as_ref().is_some_and(|l| l.vote == vote) {
+                    if let Ok(mut lh) = self.engine.leader_handler() {
+                        lh.replication_handler().update_local_progress(Some(last_log_id));
+                    }
+                }
+            }
+
             Notify::Network { response } => {
                 //
                 match response {
@@ -1636,6 +1692,12 @@ where
             Command::AppendInputEntries { vote, entries } => {
                 let last_log_id = entries.last().unwrap().get_log_id().clone();
                 tracing::debug!("AppendInputEntries: {}", DisplaySlice::<_>(&entries),);
+
+                // Larch: the leader's own entries are flushed while they are replicated.
+                if self.engine.leader.as_ref().is_some_and(|l| l.vote == vote) {
+                    self.submit_leader_append(entries, vote, last_log_id).await?;
+                    return Ok(None);
+                }
 
                 self.append_to_log(entries, vote, last_log_id.clone()).await?;
 
