@@ -94,20 +94,31 @@ def reliability_long():
 # that was given it binds it.
 _PORTS_FROM, _PORTS_TO = 20000, 32000
 
+# Every port handed out, never handed out again: a port is free when picked, but a second
+# pick before the first server binds it would find it free too (a cluster's nine ports are
+# picked before its first node starts).
+_handed_out = set()
+
 
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago, outside the ephemeral range."""
+    """A TCP port on 127.0.0.1 that was free a moment ago, outside the ephemeral range,
+    and not handed out before by this process."""
     for _ in range(100):
         port = random.randrange(_PORTS_FROM, _PORTS_TO)
+        if port in _handed_out:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _handed_out.add(port)
+        return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port = s.getsockname()[1]
+    _handed_out.add(port)
+    return port
 
 
 # The start of every slapd.conf the tests write: Debian's schemas and back-mdb.
