@@ -14,11 +14,12 @@
 //!    The file is truncated there (durably) and the cut is returned in
 //!    [`RecoveryReport::cut`]. A last segment shorter than its header, or whose invalid
 //!    header is followed by nothing but reserved zeros, is removed (the cut has offset 0):
-//!    it was created just before a crash, and its header is fsynced before any record. When everything from the first failing record on is zeros, that is
-//!    the space the segment reserved ahead of its records ([`SEGMENT_RESERVE_CHUNK`]), not
-//!    damage: the file is truncated there the same way, but nothing is reported (a write
-//!    that reached none of its octets to the disk was never acknowledged, as with a file
-//!    that never grew).
+//!    it was created just before a crash, and its header is fsynced before any record.
+//!    When everything from the first failing record on is zeros, that is the space the
+//!    segment reserved ahead of its records ([`SEGMENT_RESERVE_CHUNK`]), not damage: the
+//!    file is truncated there the same way, but nothing is reported (a write that reached
+//!    none of its octets to the disk was never acknowledged, as with a file that never
+//!    grew).
 //! 5. Anywhere else (a non-last segment, or a complete but invalid header) a failure is a
 //!    [`WalError`] naming the file and offset: a finished segment was fsynced before the
 //!    next one was created, so damage there is not a torn write and cutting it would
