@@ -19,10 +19,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# A fresh clone builds everything once: incremental state would only take disk (3.6 GB
+# for the workspace's tests).
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 corpus=${LARCH_LDAP_CORPUS:-$root/../shared/ldap-corpus}
 export LARCH_LDAP_CORPUS=$corpus
 
 step() { printf '\n== %s\n' "$*"; }
+# What the build trees take, after each build (a runner's disk is not large).
+disk() { echo "disk: $(du -sh "$@" 2>/dev/null | awk '{ printf "%s %s  ", $2, $1 }')free $(df -h --output=avail . | tail -1 | tr -d ' ')"; }
 
 step "set-up"
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -73,12 +78,14 @@ cargo clippy --manifest-path fuzz/Cargo.toml --bins -- -D warnings
 
 step "release build"
 cargo build --workspace --release
+disk target/release
 
 step "tests"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 LARCH_REQUIRE_LDAP_UTILS=1 LARCH_REQUIRE_LOGCONV=1 cargo test --workspace 2>&1 | tee "$log" || status=$?
+disk target/debug target/release
 
 step "end-to-end: larch serve with ldap3 and ldap-utils"
 e2e_status=0
@@ -99,10 +106,12 @@ loom_status=0
 # A separate target directory: --cfg loom rebuilds every dependency.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$root/target/loom" \
   cargo test -p larch-store --test loom_version_cell --release 2>&1 | tee -a "$log" || loom_status=$?
+disk target/loom
 
 step "fuzz targets: build on stable, replay the seed corpora"
 fuzz_status=0
 cargo build --manifest-path fuzz/Cargo.toml --bins
+disk fuzz/target
 fuzz_bin=$root/fuzz/target/debug
 shopt -s nullglob
 # target -> its seeds: the shared third-party PDUs for the decoder, fuzz/seeds/<target>
