@@ -375,6 +375,9 @@ pub(crate) fn compact_ascii(value: &[u8], fold: bool, out: &mut Vec<u8>) -> bool
     if !value.iter().all(|&b| (0x20..0x7f).contains(&b)) {
         return false;
     }
+    // The prepared value is never longer than the value (one space when it is all spaces):
+    // one allocation, where pushing into an empty buffer grew it two or three times.
+    out.reserve(value.len().max(1));
     let mut pending_space = false;
     let mut any = false;
     for &b in value {
