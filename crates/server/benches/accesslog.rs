@@ -1,16 +1,14 @@
-//! What the access log costs per search, in its two halves:
-//! - `record`: what a request thread does, encoding the operation's record (fixed fields,
-//!   the request PDU and the result's texts copied);
-//! - `format_389` / `format_json`: what the log's writer thread does per record, reading
-//!   it back and formatting its request and RESULT lines.
+//! What the access log costs a request thread per search: formatting its request and
+//! RESULT lines into the thread's buffer, `format_389` and `format_json` (the log's writer
+//! thread then only copies the lines, in time order, to the file).
 //!
 //! The operation is the DirectoryMark-style exact search of `docs/benchmarks.md`:
 //! `(cn=<name>)` from the suffix, subtree, attributes `1.1`, one entry found. A thousand
-//! records with different names, as the writer meets them in a round.
+//! searches with different names.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use larch_proto::{DerefAliases, LdapMessage, OwnedFilter, ProtocolOp, SearchRequest, SearchScope, SeqOf};
-use larch_server::accesslog::event::{self, Event, Op};
+use larch_server::accesslog::event::{Event, Op};
 use larch_server::accesslog::level::Level;
 use larch_server::accesslog::time::TimeCache;
 use larch_server::accesslog::{format_389, format_json};
@@ -73,37 +71,20 @@ fn bench(c: &mut Criterion) {
         .enumerate()
         .map(|(i, p)| Event::Op(op(i, p)))
         .collect();
-    let mut records = Vec::new();
-    for (i, e) in events.iter().enumerate() {
-        event::encode(&mut records, i as u64, e);
-    }
-
     let mut g = c.benchmark_group("access_log_search");
     g.throughput(Throughput::Elements(RECORDS as u64));
-    let mut buf = Vec::with_capacity(records.len());
-    g.bench_function("record", |b| {
-        b.iter(|| {
-            buf.clear();
-            for (i, e) in events.iter().enumerate() {
-                event::encode(&mut buf, i as u64, e);
-            }
-            buf.len()
-        })
-    });
     let mut out = Vec::with_capacity(RECORDS * 512);
     let mut clock = TimeCache::new();
     for (name, json) in [("format_389", false), ("format_json", true)] {
         g.bench_function(name, |b| {
             b.iter(|| {
                 out.clear();
-                let mut at = 0;
-                while let Some((_, event, len)) = event::decode(&records[at..]) {
+                for event in &events {
                     if json {
-                        format_json::write(&mut out, &event, Level::Default, &mut clock, 1_795_341_600);
+                        format_json::write(&mut out, event, Level::Default, &mut clock, 1_795_341_600);
                     } else {
-                        format_389::write(&mut out, &event, Level::Default, &mut clock);
+                        format_389::write(&mut out, event, Level::Default, &mut clock);
                     }
-                    at += len;
                 }
                 out.len()
             })

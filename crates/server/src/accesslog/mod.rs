@@ -29,6 +29,7 @@ pub mod level;
 pub mod number;
 pub mod printable;
 pub mod request;
+mod style;
 #[cfg(test)]
 mod test_events;
 pub mod time;
@@ -50,6 +51,7 @@ use buffers::Buffers;
 use event::Event;
 use file::{LogFile, Rotation};
 use level::Level;
+use style::Style;
 use writer::{Shared, Writer};
 
 /// What the access log has done, for monitoring and tests.
@@ -97,15 +99,18 @@ impl AccessLog {
             keep: settings.keep,
         };
         let file = LogFile::open(storage, path, rotation)?;
-        let buffers = Buffers::new();
+        let style = Style {
+            format: settings.format,
+            level: settings.level.into(),
+            started: wall(SystemTime::now()) / 1_000_000_000,
+        };
+        let buffers = Buffers::new(style);
         let shared = Arc::new(Shared::default());
         let writer = Writer {
             buffers: buffers.clone(),
             shared: shared.clone(),
             file,
-            format: settings.format,
-            level: settings.level.into(),
-            started: wall(SystemTime::now()) / 1_000_000_000,
+            style,
         };
         let thread = std::thread::Builder::new()
             .name("larch-access-log".into())
@@ -204,7 +209,7 @@ impl Observer for AccessLog {
             response_controls: &controls,
             notes: o.notes.letters(),
         };
-        self.buffers.append(finished, &Event::Op(op));
+        self.buffers.append(finished, Event::Op(op));
     }
 
     fn connection(&self, e: &ConnectionEvent<'_>) {
@@ -256,6 +261,6 @@ impl Observer for AccessLog {
                 reason,
             }),
         };
-        self.buffers.append(time, &event);
+        self.buffers.append(time, event);
     }
 }
