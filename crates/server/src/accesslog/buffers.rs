@@ -24,7 +24,6 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
-
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::event::Event;
@@ -33,8 +32,9 @@ use super::time::TimeCache;
 use crate::clock::Mono;
 
 /// Most octets of lines one thread's slot holds before events are dropped (about 16,000
-/// searches at the default level). With the writer draining every [`super::writer::DRAIN_INTERVAL`] and on
-/// [`WAKE_BYTES`], a slot fills only when the disk cannot keep up.
+/// searches at the default level). With the writer draining every
+/// [`super::writer::DRAIN_INTERVAL`] and on [`WAKE_BYTES`], a slot fills only when the
+/// disk cannot keep up.
 pub const MAX_SLOT_BYTES: usize = 4 << 20;
 
 /// A slot this full wakes the writer before its next round.
@@ -235,8 +235,8 @@ impl Buffers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accesslog::event::{Close, CloseReason};
     use crate::accesslog::level::Level;
+    use crate::accesslog::test_events::close;
     use crate::config::AccessLogFormat;
 
     fn style() -> Style {
@@ -245,16 +245,6 @@ mod tests {
             level: Level::Default,
             started: 0,
         }
-    }
-
-    fn close(conn: u64, time: u64) -> Event<'static> {
-        Event::Close(Close {
-            conn,
-            time,
-            op: 1,
-            fd: 9,
-            reason: CloseReason::Unbind,
-        })
     }
 
     #[test]

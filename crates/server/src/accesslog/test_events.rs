@@ -5,7 +5,7 @@
 use larch_proto::controls::Control;
 use larch_proto::{LdapMessage, ProtocolOp, SeqOf};
 
-use super::event::{Op, WallNanos};
+use super::event::{Close, CloseReason, Event, Op, WallNanos};
 
 /// 2026-11-22T10:00:00.123456789Z
 pub(crate) const T0: WallNanos = 1_795_341_600_123_456_789;
@@ -47,4 +47,15 @@ pub(crate) fn op(request: &[u8], response_tag: u8) -> Op<'_> {
         response_controls: "",
         notes: "",
     }
+}
+
+/// Connection `conn` closed by an Unbind after one operation, at `time`.
+pub(crate) fn close(conn: u64, time: u64) -> Event<'static> {
+    Event::Close(Close {
+        conn,
+        time,
+        op: 1,
+        fd: 9,
+        reason: CloseReason::Unbind,
+    })
 }

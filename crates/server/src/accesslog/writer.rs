@@ -214,20 +214,10 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accesslog::event::{Close, CloseReason, Event};
     use crate::accesslog::file::Rotation;
     use crate::accesslog::level::Level;
+    use crate::accesslog::test_events::close;
     use larch_store::storage::{FsStorage, Storage};
-
-    fn close(conn: u64, time: u64) -> Event<'static> {
-        Event::Close(Close {
-            conn,
-            time,
-            op: 1,
-            fd: 9,
-            reason: CloseReason::Unbind,
-        })
-    }
 
     /// The `conn=` numbers of the file's lines, in order.
     fn conns(path: &std::path::Path) -> Vec<u64> {
