@@ -3,9 +3,9 @@
 //!
 //! Appended one by one, the dozen small pieces of a RESULT line were a dozen capacity
 //! checks of the output `Vec`, and a number a push per digit: with the times and durations,
-//! about a quarter of what the writer spent on a search's lines (callgrind). The capacity `N` is the sum of the widest
-//! forms of the parts a caller writes ([`U64`], [`I64`], [`DURATION`]), so no input can
-//! overflow it.
+//! about a quarter of what formatting a search's lines cost (callgrind). The capacity `N`
+//! is the sum of the widest forms of the parts a caller writes ([`U64`], [`I64`],
+//! [`DURATION`]), so no input can overflow it.
 
 use super::number::{digit_count, put_decimal, MAX_DIGITS};
 use super::time::{nanos_digits, NANOS_PER_SECOND};

@@ -1,19 +1,20 @@
-//! The access log: one record per operation result and per connection event, in 389
+//! The access log: the lines of each operation result and connection event, in 389
 //! Directory Server's text format (which its `logconv` reads) or its JSON lines.
 //!
 //! How a line gets to the file:
 //! 1. [`AccessLog`] is an observer of the operation pipeline (`crate::outcome`): for each
-//!    outcome it appends one compact binary record (`event`) to the calling thread's
-//!    buffer (`buffers`): fixed fields, the request PDU and the result's texts copied as
-//!    they are. No formatting, no allocation, no lock shared with another request thread;
+//!    outcome it makes an [`Event`] borrowing what it prints and formats its lines into
+//!    the calling thread's buffer (`buffers`; `format_389`, `format_json`: the request
+//!    line with the arguments the level asks for, read from the PDU by `request`, then
+//!    the RESULT line). No allocation once the buffer has grown, no lock shared with
+//!    another request thread;
 //! 2. the log's writer thread (`writer`) drains every thread's buffer every
-//!    [`writer::DRAIN_INTERVAL`] (sooner when one fills), puts the records in time order,
-//!    formats them (`format_389`, `format_json`: the request line with the arguments the
-//!    level asks for, read back from the PDU there by `request`, then the RESULT line) and
-//!    appends them to the file (`file`: rotation by size and age, retention, reopen on SIGHUP);
-//! 3. when a buffer is full (the disk is slower than the server), records are dropped and
+//!    [`writer::DRAIN_INTERVAL`] (sooner when one fills), puts the lines of all threads in
+//!    the order their events happened and appends them to the file (`file`: rotation by
+//!    size and age, retention, reopen on SIGHUP);
+//! 3. when a buffer is full (the disk is slower than the server), events are dropped and
 //!    counted, and the writer says so in the log itself; a failed write is counted as lost
-//!    lines and reported. A request never waits for the log.
+//!    lines and reported. A request never waits for the log file.
 //!
 //! The figures (what the log costs a search, pipelined and with one request in flight per
 //! connection) are in `docs/benchmarks.md`; the formats, with sample lines and how to run
@@ -130,8 +131,8 @@ impl AccessLog {
         self.buffers.wake();
     }
 
-    /// Writes every record taken so far and stops the writer. Records arriving later are
-    /// not taken.
+    /// Writes every line taken so far and stops the writer. Events arriving later are not
+    /// taken.
     pub fn close(&self) {
         self.buffers.close();
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();

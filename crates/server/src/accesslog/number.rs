@@ -2,7 +2,7 @@
 //! division, from a table, into a stack array, then appended in one copy.
 //!
 //! Written here rather than with a crate (`itoa` does the same) because this is the
-//! writer's hottest arithmetic, eight numbers or so per search, and the rest of the log's
+//! log's hottest arithmetic, eight numbers or so per search, and the rest of the log's
 //! text is assembled the same way (`fixed`).
 
 /// The most digits of a `u64`.

@@ -1,7 +1,7 @@
 //! Whether a field can be copied into a line as it is: every octet printable ASCII and
 //! none the format escapes. Nearly every DN and filter is, and is checked eight octets at
 //! a time; an octet at a time, the check of a search's base DN and filter was a tenth of
-//! what the writer spent on its lines (callgrind).
+//! what formatting a search's lines cost (callgrind).
 
 const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
 const HIGH: u64 = ONES << 7;

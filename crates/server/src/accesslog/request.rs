@@ -1,8 +1,8 @@
-//! The request of an operation record, read back on the writer thread.
+//! The request of an operation, read for its log lines.
 //!
-//! The request path decoded the PDU before recording it (the record says `undecodable`
-//! otherwise), so the writer does not need to check it again, only to find the fields its
-//! lines print. A search request, nearly every request of a busy directory, is walked
+//! The request path decoded the PDU before the operation ran (the event says
+//! `undecodable` otherwise), so the log does not need to check it again, only to find the
+//! fields its lines print. A search request, nearly every request of a busy directory, is walked
 //! element by element ([`skim_search`]): its filter, its attribute list and its controls
 //! are taken as the request path validated them (their BER, read lazily when printed). Any
 //! other request, or a search whose octets do not walk as expected, is decoded in full
