@@ -1,6 +1,7 @@
 //! A log's file (the access log's and the audit log's): appends, rotation by size and age
-//! with a retention count, and reopening by name (for logrotate, on SIGHUP). Every file operation goes through the
-//! store's [`Storage`] trait, so tests can make the disk fail.
+//! with a retention count, and reopening by name (for logrotate, on SIGHUP). Every write,
+//! rename and removal goes through the store's [`Storage`] trait, so tests can make the
+//! disk fail; only the look at what kind of file the path names does not.
 //!
 //! Rotation, in steps (as 389 Directory Server names its rotated logs):
 //! 1. the file is renamed `NAME.YYYYmmdd-HHMMSS` (UTC, the time of rotation; further
@@ -8,6 +9,10 @@
 //! 2. a new, empty `NAME` is opened;
 //! 3. rotated files beyond `keep` are removed, oldest first: ordered by their time, then
 //!    by their number (so `.10` comes after `.9`); files of other names are left alone.
+//!
+//! Only a regular file is rotated: a path that names something else, or a link to it
+//! (`/dev/null`, a FIFO, a terminal), is written to as it is and never renamed, so that
+//! `path = "/dev/null"` cannot move the system's `/dev/null` away.
 //!
 //! A failed write is never retried in place (the octets may be half written): the lines
 //! of that batch are counted as lost, the file is reopened before the next batch, and the
@@ -41,6 +46,8 @@ pub(crate) struct LogFile {
     file: Option<Box<dyn AppendFile>>,
     /// Octets written since the file was opened by this process.
     written: u64,
+    /// The path names a regular file (or a link to one): only then is it rotated.
+    regular: bool,
     opened: Instant,
 }
 
@@ -59,6 +66,7 @@ impl LogFile {
             rotation,
             file: None,
             written: 0,
+            regular: true,
             opened: Instant::now(),
         };
         f.reopen()?;
@@ -78,6 +86,7 @@ impl LogFile {
             self.storage.create_dir_all(dir)?;
         }
         self.file = Some(self.storage.open_append(&self.path)?);
+        self.regular = std::fs::metadata(&self.path).map_or(true, |m| m.file_type().is_file());
         self.written = 0;
         self.opened = Instant::now();
         Ok(())
@@ -117,9 +126,11 @@ impl LogFile {
 
     fn rotation_due(&self) -> bool {
         let r = &self.rotation;
-        (r.max_size > 0 && self.written >= r.max_size)
-            || r.every
-                .is_some_and(|every| self.opened.elapsed() >= every && self.written > 0)
+        let by_size = r.max_size > 0 && self.written >= r.max_size;
+        let by_age = r
+            .every
+            .is_some_and(|every| self.opened.elapsed() >= every && self.written > 0);
+        self.regular && (by_size || by_age)
     }
 
     /// Steps 1 to 3 of the module documentation.
@@ -271,6 +282,36 @@ mod tests {
             let len = std::fs::metadata(dir.join(n)).unwrap().len();
             assert!(len % 60 == 0 && len <= 120, "{n}: {len}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_path_that_is_not_a_regular_file_is_never_rotated() {
+        // A link to /dev/null: were it rotated, the link (not /dev/null) would be renamed
+        // and a regular file made in its place.
+        let dir = std::env::temp_dir().join(format!("larch-logfile-null-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("access");
+        std::os::unix::fs::symlink("/dev/null", &path).unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(FsStorage);
+        let rotation = Rotation {
+            max_size: 100,
+            every: Some(Duration::from_nanos(1)),
+            keep: 2,
+        };
+        let mut f = LogFile::open(storage, path.clone(), rotation).unwrap();
+        for _ in 0..10 {
+            f.append(&[b'x'; 60]).unwrap();
+        }
+        f.reopen().unwrap();
+        f.append(&[b'x'; 60]).unwrap();
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["access"]);
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
