@@ -53,11 +53,12 @@ pub(crate) struct Slot {
 #[derive(Debug, Default)]
 pub(crate) struct SlotData {
     /// Formatted lines, oldest first.
-    pub text: Vec<u8>,
-    /// One per event whose lines are in `text`, in the same order.
-    pub stamps: Vec<Stamp>,
+    text: Vec<u8>,
+    /// One per event whose lines are in `text`, in the same order (each `end` at or after
+    /// the one before, none past `text`'s length).
+    stamps: Vec<Stamp>,
     /// Events dropped because the slot was full, since the writer last looked.
-    pub dropped: u64,
+    dropped: u64,
     /// The writer was woken for this slot since it last drained it.
     woken: bool,
     /// This thread's time stamps, formatted once per second.

@@ -76,8 +76,8 @@ impl Writer {
         // then one per thread's slot (swapped out of the slot, not copied).
         let mut taken: Vec<Taken> = vec![Taken::default()];
         let mut held_next = Taken::default();
-        // (time stamp, buffer, start, end, lines) of every event of the round.
-        let mut order: Vec<(u64, usize, usize, usize, u64)> = Vec::new();
+        // (buffer, where its lines start, its stamp) of every event of the round.
+        let mut order: Vec<(usize, usize, Stamp)> = Vec::new();
         let mut out: Vec<u8> = Vec::new();
         let mut clock = TimeCache::default();
         let mut failing = false;
@@ -109,30 +109,28 @@ impl Writer {
             order.clear();
             for (b, t) in taken.iter().enumerate() {
                 let mut start = 0;
-                for s in &t.stamps {
-                    let end = (s.end as usize).clamp(start, t.text.len());
-                    order.push((s.mono, b, start, end, u64::from(s.lines)));
-                    start = end;
+                for &s in &t.stamps {
+                    order.push((b, start, s));
+                    start = s.end as usize;
                 }
             }
-            order.sort_by_key(|(mono, _, _, _, _)| *mono);
+            order.sort_by_key(|(_, _, s)| s.mono);
             // Step 4.
             held_next.text.clear();
             held_next.stamps.clear();
             let mut lines = 0;
-            for &(mono, b, start, end, n) in &order {
-                let text = &taken[b].text[start..end];
-                if mono > cutoff && !closing {
+            for &(b, start, s) in &order {
+                let text = &taken[b].text[start..s.end as usize];
+                if s.mono > cutoff && !closing {
                     held_next.text.extend_from_slice(text);
                     held_next.stamps.push(Stamp {
-                        mono,
                         end: held_next.text.len() as u32,
-                        lines: n as u32,
+                        ..s
                     });
                     continue;
                 }
                 out.extend_from_slice(text);
-                lines += n;
+                lines += u64::from(s.lines);
             }
             if dropped > 0 {
                 self.shared.records_dropped.fetch_add(dropped, Ordering::Relaxed);
