@@ -1,6 +1,8 @@
 //! What the access log costs a request thread per search: formatting its request and
 //! RESULT lines into the thread's buffer, `format_389` and `format_json` (the log's writer
-//! thread then only copies the lines, in time order, to the file).
+//! thread then only copies the lines, in time order, to the file). Each format twice: with
+//! the request as the request path decoded it (a search that ended on the connection's
+//! task, nearly all of them) and from its PDU alone (one that ended on a search thread).
 //!
 //! The operation is the DirectoryMark-style exact search of `docs/benchmarks.md`:
 //! `(cn=<name>)` from the suffix, subtree, attributes `1.1`, one entry found. A thousand
@@ -35,7 +37,7 @@ fn search_pdu(msgid: i32, name: &str) -> Vec<u8> {
     pdu
 }
 
-fn op(i: usize, request: &[u8]) -> Op<'_> {
+fn op<'a>(i: usize, request: &'a [u8], decoded: Option<&'a LdapMessage<'a>>) -> Op<'a> {
     let received = T0 + i as u64 * 9_000;
     Op {
         conn: 12 + (i % 8) as u64,
@@ -47,6 +49,7 @@ fn op(i: usize, request: &[u8]) -> Op<'_> {
         work_ns: 6_889,
         request_tag: 0x63,
         request,
+        decoded,
         undecodable: false,
         response_tag: 0x65,
         result: 0,
@@ -66,20 +69,33 @@ fn bench(c: &mut Criterion) {
     let pdus: Vec<Vec<u8>> = (0..RECORDS)
         .map(|i| search_pdu((i / 8) as i32 + 1, &format!("Person {i:05} Surname")))
         .collect();
-    let events: Vec<Event<'_>> = pdus
+    let messages: Vec<LdapMessage<'_>> = pdus
         .iter()
-        .enumerate()
-        .map(|(i, p)| Event::Op(op(i, p)))
+        .map(|p| LdapMessage::decode(p).expect("a search request"))
         .collect();
+    let events = |decoded: bool| -> Vec<Event<'_>> {
+        pdus.iter()
+            .zip(&messages)
+            .enumerate()
+            .map(|(i, (p, m))| Event::Op(op(i, p, decoded.then_some(m))))
+            .collect()
+    };
+    let (decoded, from_pdu) = (events(true), events(false));
     let mut g = c.benchmark_group("access_log_search");
     g.throughput(Throughput::Elements(RECORDS as u64));
     let mut out = Vec::with_capacity(RECORDS * 512);
     let mut clock = TimeCache::new();
-    for (name, json) in [("format_389", false), ("format_json", true)] {
+    let cases = [
+        ("format_389", false, &decoded),
+        ("format_389_from_pdu", false, &from_pdu),
+        ("format_json", true, &decoded),
+        ("format_json_from_pdu", true, &from_pdu),
+    ];
+    for (name, json, events) in cases {
         g.bench_function(name, |b| {
             b.iter(|| {
                 out.clear();
-                for event in &events {
+                for event in events.iter() {
                     if json {
                         format_json::write(&mut out, event, Level::Default, &mut clock, 1_795_341_600);
                     } else {

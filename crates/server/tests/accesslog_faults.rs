@@ -30,6 +30,7 @@ fn search_outcome(log: &AccessLog, conn: u64, op: i64, request: &[u8], reply: &R
         msgid: (op + 1) as i32,
         request_tag: larch_proto::op_tag::SEARCH_REQUEST,
         request,
+        decoded: None,
         undecodable: false,
         response_tag: larch_proto::op_tag::SEARCH_RESULT_DONE,
         reply: Some(reply),

@@ -147,6 +147,7 @@ fn op(request: &[u8]) -> Op<'_> {
         work_ns: 210_000,
         request_tag: 0x63,
         request,
+        decoded: None,
         undecodable: false,
         response_tag: op_tag::SEARCH_RESULT_DONE,
         result: 32,

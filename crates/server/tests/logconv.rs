@@ -125,6 +125,7 @@ impl Log {
             work_ns: finished - received - 20_000,
             request_tag: LdapMessage::decode(request).map_or(0, |m| m.op.tag()),
             request,
+            decoded: None,
             undecodable: false,
             response_tag,
             result,

@@ -11,6 +11,8 @@
 
 use std::net::SocketAddr;
 
+use larch_proto::LdapMessage;
+
 /// Nanoseconds since the Unix epoch (UTC): the time printed in a log line.
 pub type WallNanos = u64;
 
@@ -102,6 +104,9 @@ pub struct Op<'a> {
     /// The request PDU as received (a whole LDAPMessage), empty when there is none. It
     /// decodes, unless `undecodable`.
     pub request: &'a [u8],
+    /// The request as the request path decoded it, when the outcome carried it: the log
+    /// reads its lines' fields from it instead of from `request`.
+    pub decoded: Option<&'a LdapMessage<'a>>,
     /// True when `request` could not be decoded (the operation was answered with
     /// `protocolError` or a Notice of Disconnection).
     pub undecodable: bool,

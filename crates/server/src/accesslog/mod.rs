@@ -197,6 +197,7 @@ impl Observer for AccessLog {
             } else {
                 o.request
             },
+            decoded: o.decoded,
             undecodable: o.undecodable,
             response_tag: o.response_tag,
             result: reply.map_or(0, |r| r.code.0),

@@ -34,6 +34,7 @@ pub(crate) fn op(request: &[u8], response_tag: u8) -> Op<'_> {
         work_ns: 210_000,
         request_tag: LdapMessage::decode(request).map_or(0, |m| m.op.tag()),
         request,
+        decoded: None,
         undecodable: false,
         response_tag,
         result: 0,

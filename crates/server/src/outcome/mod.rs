@@ -28,7 +28,7 @@ pub use bind_method::{BindMethod, BIND_METHODS};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use larch_proto::{MessageId, ResultCode};
+use larch_proto::{LdapMessage, MessageId, ResultCode};
 
 use crate::clock::Mono;
 use crate::controls::ResponseControl;
@@ -181,6 +181,10 @@ pub struct Outcome<'a> {
     pub request_tag: u8,
     /// The request PDU as received (empty when there is none).
     pub request: &'a [u8],
+    /// The request as the request path decoded it, when the operation ended where that
+    /// is still at hand (a search run on the connection's task); an observer that prints
+    /// the request reads it here rather than decoding `request` again.
+    pub decoded: Option<&'a LdapMessage<'a>>,
     /// The request did not decode.
     pub undecodable: bool,
     /// The response's tag; 0 when none was sent (Abandon, Unbind, an abandoned operation).

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use larch_proto::{op_tag, MessageId, ResultCode};
+use larch_proto::{op_tag, LdapMessage, MessageId, ResultCode};
 
 use super::writer::DoneSender;
 use super::Session;
@@ -48,6 +48,8 @@ pub(crate) struct Ending<'a> {
     pub undecodable: bool,
     /// A Bind: how it authenticated.
     pub bind_method: Option<BindMethod>,
+    /// The request as decoded, when it is at hand (see [`Outcome::decoded`]).
+    pub decoded: Option<&'a LdapMessage<'a>>,
 }
 
 impl<'a> Ending<'a> {
@@ -90,6 +92,15 @@ impl<'a> Ending<'a> {
             target_op: -1,
             undecodable: false,
             bind_method: None,
+            decoded: None,
+        }
+    }
+
+    /// The same ending, with the request as the request path decoded it.
+    pub fn with_request(self, decoded: &'a LdapMessage<'a>) -> Ending<'a> {
+        Ending {
+            decoded: Some(decoded),
+            ..self
         }
     }
 }
@@ -130,6 +141,7 @@ fn finish(
         msgid: trace.msgid,
         request_tag: trace.request_tag,
         request,
+        decoded: ending.decoded,
         undecodable: ending.undecodable,
         response_tag: if ending.reply.is_some() {
             ending.response_tag

@@ -388,7 +388,12 @@ impl Session {
         if prepared.is_small() {
             let before = out.len();
             let end = prepared.run(&self.dir, trace.msgid, &mut InlineSink { out }, &self.paged);
-            let ending = Ending::search(&end, (out.len() - before) as u64);
+            let decoded = LdapMessage {
+                message_id: trace.msgid,
+                op: ProtocolOp::SearchRequest(*req),
+                controls,
+            };
+            let ending = Ending::search(&end, (out.len() - before) as u64).with_request(&decoded);
             return self.complete(&trace, pdu, Some(&identity), out, ending);
         }
         let waiting = self.dir.search_workers.queued();
