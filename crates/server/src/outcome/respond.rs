@@ -122,21 +122,23 @@ mod tests {
         assert_eq!(ours, theirs);
     }
 
+    /// Every kind of final response.
+    const RESPONSE_TAGS: [u8; 8] = [
+        op_tag::BIND_RESPONSE,
+        op_tag::SEARCH_RESULT_DONE,
+        op_tag::MODIFY_RESPONSE,
+        op_tag::ADD_RESPONSE,
+        op_tag::DEL_RESPONSE,
+        op_tag::MODIFY_DN_RESPONSE,
+        op_tag::COMPARE_RESPONSE,
+        op_tag::EXTENDED_RESPONSE,
+    ];
+
     /// Every response kind, with result codes, message IDs and texts around each edge of
     /// the short form, and each thing that takes a reply out of it: the same octets as the
     /// codec's, and the short form used exactly where it fits.
     #[test]
     fn the_short_form_is_what_the_codec_writes() {
-        let tags = [
-            op_tag::BIND_RESPONSE,
-            op_tag::SEARCH_RESULT_DONE,
-            op_tag::MODIFY_RESPONSE,
-            op_tag::ADD_RESPONSE,
-            op_tag::DEL_RESPONSE,
-            op_tag::MODIFY_DN_RESPONSE,
-            op_tag::COMPARE_RESPONSE,
-            op_tag::EXTENDED_RESPONSE,
-        ];
         let ids = [
             0,
             1,
@@ -153,7 +155,7 @@ mod tests {
         let codes = [0, 1, 32, 49, 127, 128, 255, 4096, 0x7fff_ffff];
         let texts = [0, 1, 60, 100, 110, 127, 128, 300];
         let (mut short, mut long) = (0, 0);
-        for tag in tags {
+        for tag in RESPONSE_TAGS {
             for msgid in ids {
                 for code in codes {
                     for (m, d) in texts.iter().flat_map(|&m| texts.iter().map(move |&d| (m, d))) {
@@ -204,16 +206,7 @@ mod tests {
 
     #[test]
     fn every_response_kind_decodes_with_its_result() {
-        for tag in [
-            op_tag::BIND_RESPONSE,
-            op_tag::SEARCH_RESULT_DONE,
-            op_tag::MODIFY_RESPONSE,
-            op_tag::ADD_RESPONSE,
-            op_tag::DEL_RESPONSE,
-            op_tag::MODIFY_DN_RESPONSE,
-            op_tag::COMPARE_RESPONSE,
-            op_tag::EXTENDED_RESPONSE,
-        ] {
+        for tag in RESPONSE_TAGS {
             let reply = Reply {
                 matched_dn: "dc=example".into(),
                 message: "why".into(),
