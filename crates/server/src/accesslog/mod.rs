@@ -5,9 +5,9 @@
 //! 1. [`AccessLog`] is an observer of the operation pipeline (`crate::outcome`): for each
 //!    outcome it makes an [`Event`] borrowing what it prints and formats its lines into
 //!    the calling thread's buffer (`buffers`; `format_389`, `format_json`: the request
-//!    line with the arguments the level asks for, read from the PDU by `request`, then
-//!    the RESULT line). No allocation once the buffer has grown, no lock shared with
-//!    another request thread;
+//!    line with the arguments the level asks for, read by `request` from the request
+//!    path's decoding or the PDU, then the RESULT line). No allocation once the buffer
+//!    has grown, no lock shared with another request thread;
 //! 2. the log's writer thread (`writer`) drains every thread's buffer every
 //!    [`writer::DRAIN_INTERVAL`] (sooner when one fills), puts the lines of all threads in
 //!    the order their events happened and appends them to the file (`file`: rotation by
@@ -43,6 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use larch_proto::LdapMessage;
 use larch_store::storage::Storage;
 
 use crate::clock::Mono;
@@ -164,6 +165,20 @@ fn wall(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// The request an outcome's lines may print, as its PDU and its decoding. At the results
+/// level no request line is written, so the formatter gets neither and reads nothing (and
+/// a search's notes name no base or filter, whichever thread ran it); but an Abandon's
+/// line is its outcome, read from its (small) PDU, and an undecodable request's is kept.
+fn shown_request<'a>(level: Level, o: &Outcome<'a>) -> (&'a [u8], Option<&'a LdapMessage<'a>>) {
+    let hidden =
+        level == Level::Results && !o.undecodable && o.request_tag != larch_proto::op_tag::ABANDON_REQUEST;
+    if hidden {
+        (&[], None)
+    } else {
+        (o.request, o.decoded)
+    }
+}
+
 impl Observer for AccessLog {
     fn operation(&self, o: &Outcome<'_>) {
         let reply = o.reply;
@@ -175,6 +190,7 @@ impl Observer for AccessLog {
             }
             _ => String::new(),
         };
+        let (request, decoded) = shown_request(self.level, o);
         let finished = o.times.finished.as_nanos();
         let waited = o.times.wait_nanos();
         let worked = o.times.work_nanos();
@@ -187,17 +203,8 @@ impl Observer for AccessLog {
             wait_ns: waited,
             work_ns: worked,
             request_tag: o.request_tag,
-            // At the results level no request line is written, so the PDU is not copied;
-            // but an Abandon's line is its outcome, read from its (small) PDU.
-            request: if self.level == Level::Results
-                && !o.undecodable
-                && o.request_tag != larch_proto::op_tag::ABANDON_REQUEST
-            {
-                &[]
-            } else {
-                o.request
-            },
-            decoded: o.decoded,
+            request,
+            decoded,
             undecodable: o.undecodable,
             response_tag: o.response_tag,
             result: reply.map_or(0, |r| r.code.0),
@@ -264,5 +271,58 @@ impl Observer for AccessLog {
             }),
         };
         self.buffers.append(time, event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use larch_proto::{op_tag, AbandonRequest, DelRequest, ProtocolOp};
+
+    use super::*;
+    use crate::accesslog::test_events::pdu;
+    use crate::identity::Identity;
+    use crate::outcome::{SearchNotes, Sent, Times};
+
+    fn outcome<'a>(request: &'a [u8], decoded: Option<&'a LdapMessage<'a>>) -> Outcome<'a> {
+        let now = Mono::now();
+        Outcome {
+            conn: 1,
+            op: 0,
+            msgid: 1,
+            request_tag: LdapMessage::decode(request).map_or(0, |m| m.op.tag()),
+            request,
+            decoded,
+            undecodable: false,
+            response_tag: 0,
+            reply: None,
+            sent: Sent::default(),
+            times: Times {
+                received: now,
+                started: now,
+                finished: now,
+            },
+            identity: &Identity::Anonymous,
+            target_op: -1,
+            notes: SearchNotes::default(),
+            bind_method: None,
+        }
+    }
+
+    #[test]
+    fn the_results_level_shows_only_an_abandons_request_and_an_undecodable_one() {
+        let request = pdu(ProtocolOp::DelRequest(DelRequest { dn: b"cn=a" }), &[]);
+        let msg = LdapMessage::decode(&request).unwrap();
+        let o = outcome(&request, Some(&msg));
+        assert_eq!(shown_request(Level::Results, &o), (&[][..], None));
+        for level in [Level::Default, Level::Full] {
+            assert_eq!(shown_request(level, &o), (&request[..], Some(&msg)));
+        }
+        let abandon = pdu(ProtocolOp::AbandonRequest(AbandonRequest { message_id: 1 }), &[]);
+        let a = outcome(&abandon, None);
+        assert_eq!(a.request_tag, op_tag::ABANDON_REQUEST);
+        assert_eq!(shown_request(Level::Results, &a), (&abandon[..], None));
+        let mut bad = outcome(&request, None);
+        bad.undecodable = true;
+        assert_eq!(shown_request(Level::Results, &bad), (&request[..], None));
     }
 }

@@ -46,7 +46,7 @@ pub(crate) struct Shared {
     pub reopen: AtomicBool,
     /// Lines written to the file.
     pub lines_written: AtomicU64,
-    /// Records dropped because a buffer was full.
+    /// Events dropped because a buffer was full.
     pub records_dropped: AtomicU64,
     /// Lines lost because a write failed.
     pub lines_lost: AtomicU64,
